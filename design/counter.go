@@ -1,0 +1,126 @@
+package design
+
+import "github.com/fleetlimit/fleetlimit/store"
+
+func init() {
+	register(Info{
+		Name:    "shared-counter",
+		Summary: "store count from the last sync (aged) + own admits since < L",
+		New:     func(c Config) Gateway { return newCounter(c, modeShared) },
+	})
+	register(Info{
+		Name:    "extrapolate",
+		Summary: "like shared-counter, but own admits since the sync count K times",
+		New:     func(c Config) Gateway { return newCounter(c, modeExtrapolate) },
+	})
+	register(Info{
+		Name:    "track-share",
+		Summary: "like extrapolate, but own admits are divided by this gateway's measured share",
+		New:     func(c Config) Gateway { return newCounter(c, modeTrackShare) },
+	})
+}
+
+type counterMode uint8
+
+const (
+	modeShared counterMode = iota
+	modeExtrapolate
+	modeTrackShare
+)
+
+// HorizonSyncs is how many sync intervals ahead a counter design asks the
+// store which stamps will leave the window. Past it (a late or lost sync) the
+// gateway stops ageing its view and so over-counts: it errs towards
+// rejecting, never towards admitting.
+const HorizonSyncs = 2
+
+// counter is shared-counter, extrapolate and track-share: a view of the
+// store's count from the last sync that ages out between syncs, plus this
+// gateway's own admits since that sync.
+type counter struct {
+	cfg   Config
+	mode  counterMode
+	limit float64
+
+	count  int     // store count at the last sync
+	exp    []int64 // stamps of count that leave the window soon, ascending
+	expOut int     // how many of exp have left
+
+	pend  pending // own admits since the last sync
+	ownLo int     // pend.stamps[:ownLo] have left the window
+
+	share float64 // track-share: own share of recent admits, clamped
+	floor float64 // track-share: the share's floor
+}
+
+func newCounter(c Config, m counterMode) Gateway {
+	k := float64(c.Gateways)
+	return &counter{cfg: c, mode: m, limit: float64(c.Limit), share: 1 / k, floor: 1 / (2 * k)}
+}
+
+// known is the store's count from the last sync less what has aged out.
+func (c *counter) known(lo int64) int {
+	for c.expOut < len(c.exp) && c.exp[c.expOut] < lo {
+		c.expOut++
+	}
+	return c.count - c.expOut
+}
+
+// own is this gateway's admits since the last sync still in the window.
+func (c *counter) own(lo int64) int {
+	s := c.pend.stamps
+	for c.ownLo < len(s) && s[c.ownLo] < lo {
+		c.ownLo++
+	}
+	return len(s) - c.ownLo
+}
+
+func (c *counter) Decide(now int64, n int) (Decision, Query) {
+	lo := c.cfg.Window.Lo(now)
+	known, own := c.known(lo), c.own(lo)
+	// A request of cost n is admitted when n unit requests in a row at now
+	// would all be: the rule is applied to its last unit.
+	last := own + n - 1
+	var ok bool
+	switch c.mode {
+	case modeShared:
+		ok = known+last < c.cfg.Limit
+	case modeExtrapolate:
+		ok = known+c.cfg.Gateways*last < c.cfg.Limit
+	default:
+		ok = float64(known)+float64(last)/c.share < c.limit
+	}
+	if !ok {
+		return Reject, Query{}
+	}
+	c.pend.add(now, n)
+	return Admit, Query{}
+}
+
+func (c *counter) Resume(now int64, n int, q Query, a Answer) Decision { return Reject }
+
+func (c *counter) SyncPush(now int64) store.Push {
+	return store.Push{
+		Gateway: c.cfg.Gateway,
+		Admits:  c.pend.push(),
+		Horizon: HorizonSyncs * int64(c.cfg.Sync),
+	}
+}
+
+func (c *counter) SyncPull(now int64, p store.Pull) {
+	c.count = p.Count
+	c.exp = append(c.exp[:0], p.Expiring...)
+	c.expOut = 0
+	c.pend.settle()
+	c.ownLo = 0
+	if c.mode == modeTrackShare {
+		if p.Count == 0 {
+			c.share = 1 / float64(c.cfg.Gateways)
+		} else {
+			c.share = float64(p.Own) / float64(p.Count)
+		}
+		c.share = min(max(c.share, c.floor), 1)
+	}
+}
+
+func (c *counter) Held() int { return 0 }

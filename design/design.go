@@ -1,0 +1,179 @@
+// Package design holds fleetlimit's coordination designs: the rule each
+// gateway applies to admit or reject a request for one key, and what it
+// exchanges with the central store.
+//
+// Every design is a single-threaded state machine. It is handed the time and
+// the store's answers and never reaches out for them: no clock, no
+// goroutines, no global random source, no I/O. The simulator and the live
+// runtime drive the very same code.
+package design
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/store"
+	"github.com/fleetlimit/fleetlimit/window"
+)
+
+// Decision is a gateway's answer to a request.
+type Decision uint8
+
+const (
+	// Reject turns the request away.
+	Reject Decision = iota
+	// Admit lets the request through.
+	Admit
+	// Ask means the gateway cannot decide alone: the driver sends the
+	// returned Query to the store and finishes with Resume.
+	Ask
+)
+
+// String returns "reject", "admit" or "ask".
+func (d Decision) String() string {
+	switch d {
+	case Reject:
+		return "reject"
+	case Admit:
+		return "admit"
+	case Ask:
+		return "ask"
+	}
+	return fmt.Sprintf("Decision(%d)", uint8(d))
+}
+
+// QueryKind says which store operation a Query needs.
+type QueryKind uint8
+
+const (
+	// QueryCentral is the central check (store Central).
+	QueryCentral QueryKind = iota + 1
+	// QueryGrant asks for lease slots (store Grant).
+	QueryGrant
+)
+
+// Query is a store operation a decision waits on.
+type Query struct {
+	Kind QueryKind
+	N    int // requests to admit (central) or slots to ask for (grant)
+}
+
+// Answer is the store's reply to a Query.
+type Answer struct {
+	Admit   bool // QueryCentral: the store admitted and logged the request
+	Granted int  // QueryGrant: slots granted
+}
+
+// Gateway is one gateway's state for one key under one design.
+//
+// Times are nanoseconds on the driver's clock and never go backwards. A
+// Gateway is not safe for concurrent use.
+type Gateway interface {
+	// Decide answers a request of cost n (n >= 1) arriving at now. When it
+	// returns Ask, the driver must send the Query to the store and call
+	// Resume with the answer before any other call.
+	Decide(now int64, n int) (Decision, Query)
+	// Resume finishes a decision that asked the store.
+	Resume(now int64, n int, q Query, a Answer) Decision
+	// SyncPush starts a sync: what this gateway sends the store.
+	SyncPush(now int64) store.Push
+	// SyncPull ends a sync with the store's answer to the last SyncPush.
+	SyncPull(now int64, p store.Pull)
+	// Held returns the lease slots this gateway holds unused (0 outside
+	// the lease designs).
+	Held() int
+}
+
+// Config is what every design is built from.
+type Config struct {
+	Limit    int           // L: admits allowed per window, >= 1
+	Window   window.Spec   // W and its kind
+	Gateways int           // K: gateways in the fleet, >= 1
+	Gateway  int           // this gateway's index, 0 <= Gateway < K
+	Sync     time.Duration // Δ: time between this gateway's syncs, > 0
+}
+
+// Validate reports the first thing wrong with c.
+func (c Config) Validate() error {
+	switch {
+	case c.Limit < 1:
+		return fmt.Errorf("limit %d: must be at least 1", c.Limit)
+	case c.Window.Size <= 0:
+		return fmt.Errorf("window %v: must be positive", c.Window.Size)
+	case c.Gateways < 1:
+		return fmt.Errorf("gateways %d: must be at least 1", c.Gateways)
+	case c.Gateway < 0 || c.Gateway >= c.Gateways:
+		return fmt.Errorf("gateway index %d: must be in [0, %d)", c.Gateway, c.Gateways)
+	case c.Sync <= 0:
+		return fmt.Errorf("sync interval %v: must be positive", c.Sync)
+	}
+	return nil
+}
+
+// Info describes a registered design.
+type Info struct {
+	Name    string
+	Summary string
+	// Leases is true for designs that hold granted slots (see Gateway.Held).
+	Leases bool
+	// RoundTrips is true for designs that may ask the store per request.
+	RoundTrips bool
+	// NoSync is true for designs whose syncs carry nothing (central-log).
+	NoSync bool
+	New    func(Config) Gateway
+}
+
+var registry = map[string]Info{}
+
+func register(i Info) { registry[i.Name] = i }
+
+// Lookup returns the design registered under name.
+func Lookup(name string) (Info, error) {
+	i, ok := registry[name]
+	if !ok {
+		return Info{}, fmt.Errorf("unknown design %q: want one of %s", name, strings.Join(Names(), ", "))
+	}
+	return i, nil
+}
+
+// Names returns the registered design names in the study's order, then the
+// others alphabetically.
+func Names() []string {
+	order := map[string]int{}
+	for i, n := range StudyDesigns {
+		order[n] = i
+	}
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(a, b int) bool {
+		oa, okA := order[names[a]]
+		ob, okB := order[names[b]]
+		switch {
+		case okA && okB:
+			return oa < ob
+		case okA != okB:
+			return okA
+		}
+		return names[a] < names[b]
+	})
+	return names
+}
+
+// StudyDesigns are the seven designs of the study, in its order.
+var StudyDesigns = []string{"central-log", "split", "shared-counter", "extrapolate", "track-share", "lease", "lease-ask"}
+
+// New builds the named design for one gateway.
+func New(name string, c Config) (Gateway, error) {
+	i, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return i.New(c), nil
+}

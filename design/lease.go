@@ -1,0 +1,105 @@
+package design
+
+import (
+	"math"
+
+	"github.com/fleetlimit/fleetlimit/store"
+)
+
+func init() {
+	register(Info{
+		Name:    "lease",
+		Summary: "admit only within slots granted at each sync; exact, may strand budget",
+		Leases:  true,
+		New:     func(c Config) Gateway { return newLease(c, false) },
+	})
+	register(Info{
+		Name:       "lease-ask",
+		Summary:    "lease that asks for nothing after an idle interval and goes to the store when empty",
+		Leases:     true,
+		RoundTrips: true,
+		New:        func(c Config) Gateway { return newLease(c, true) },
+	})
+}
+
+// lease admits only within the slots the store granted it. At each sync it
+// hands back what it did not use and asks for ceil(1.5 r + 1) slots, r being
+// its arrivals per sync interval averaged over the last window.
+type lease struct {
+	cfg   Config
+	ask   bool // lease-ask
+	grant int  // unused granted slots
+	pend  pending
+
+	// arrivals per sync interval over the last window: a ring of
+	// len(intervals) buckets whose sum is sum; cur is the open interval.
+	intervals []int
+	next      int
+	sum       int
+	cur       int
+	last      int // arrivals in the last closed interval
+
+	wait bool // lease-ask: the store had no room; do not ask before the next sync
+}
+
+func newLease(c Config, ask bool) Gateway {
+	n := int(math.Round(float64(c.Window.Size) / float64(c.Sync)))
+	n = max(n, 1)
+	return &lease{cfg: c, ask: ask, intervals: make([]int, n)}
+}
+
+// want is ceil(1.5 r + 1) for the closed intervals of the last window.
+func (l *lease) want() int {
+	r := float64(l.sum) / float64(len(l.intervals))
+	return int(math.Ceil(1.5*r + 1))
+}
+
+func (l *lease) Decide(now int64, n int) (Decision, Query) {
+	l.cur += n
+	if l.grant >= n {
+		l.grant -= n
+		l.pend.add(now, n)
+		return Admit, Query{}
+	}
+	if !l.ask || l.wait {
+		return Reject, Query{}
+	}
+	return Ask, Query{Kind: QueryGrant, N: max(n-l.grant, l.want())}
+}
+
+func (l *lease) Resume(now int64, n int, q Query, a Answer) Decision {
+	l.grant += a.Granted
+	if l.grant < n {
+		l.wait = true
+		return Reject
+	}
+	l.grant -= n
+	l.pend.add(now, n)
+	return Admit
+}
+
+func (l *lease) SyncPush(now int64) store.Push {
+	l.last = l.cur
+	l.sum += l.cur - l.intervals[l.next]
+	l.intervals[l.next] = l.cur
+	l.next++
+	if l.next == len(l.intervals) {
+		l.next = 0
+	}
+	l.cur = 0
+	ask := l.want()
+	if l.ask && l.last == 0 {
+		ask = 0
+	}
+	p := store.Push{Gateway: l.cfg.Gateway, Admits: l.pend.push(), Return: l.grant, Ask: ask}
+	l.grant = 0 // handed back; a new grant comes with the pull
+	return p
+}
+
+func (l *lease) SyncPull(now int64, p store.Pull) {
+	l.grant = p.Granted
+	l.pend.settle()
+	l.wait = false
+}
+
+func (l *lease) Held() int { return l.grant }

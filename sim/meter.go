@@ -1,0 +1,105 @@
+package sim
+
+import (
+	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/store/memstore"
+)
+
+// meter counts what a run does.
+type meter struct {
+	p      Params
+	w      int64
+	leases bool
+
+	requests, admitted, rejected, roundTrips, syncs int64
+	admittedAfter                                   int64 // admits at t >= W
+
+	// admit times inside the last W, a deque, for the worst sliding window
+	win     []int64
+	winHead int
+	worst   int
+
+	fixedIdx, fixedCount, worstFixed int64
+
+	heldTotal int64 // lease slots held unused, fleet-wide
+	heldAt    int64
+	heldArea  float64
+}
+
+func newMeter(p Params, leases bool) *meter {
+	return &meter{p: p, w: int64(p.Window), leases: leases, fixedIdx: -1}
+}
+
+func (m *meter) syncOne(t int64, gw design.Gateway, key *memstore.Key) {
+	m.syncs++
+	held := 0
+	if m.leases {
+		held = gw.Held()
+	}
+	gw.SyncPull(t, key.Sync(t, gw.SyncPush(t)))
+	if m.leases {
+		m.held(t, gw.Held()-held)
+	}
+}
+
+func (m *meter) held(t int64, delta int) {
+	if delta == 0 {
+		return
+	}
+	m.heldArea += float64(m.heldTotal) * float64(t-m.heldAt)
+	m.heldAt = t
+	m.heldTotal += int64(delta)
+}
+
+func (m *meter) decide(t int64, d design.Decision) {
+	m.requests++
+	if d != design.Admit {
+		m.rejected++
+		return
+	}
+	m.admitted++
+	if t >= m.w {
+		m.admittedAfter++
+	}
+	// worst sliding window: admits in (t-W, t]
+	lo := t - m.w
+	for m.winHead < len(m.win) && m.win[m.winHead] <= lo {
+		m.winHead++
+	}
+	if m.winHead > 4096 && m.winHead*2 > len(m.win) {
+		n := copy(m.win, m.win[m.winHead:])
+		m.win, m.winHead = m.win[:n], 0
+	}
+	m.win = append(m.win, t)
+	if n := len(m.win) - m.winHead; n > m.worst {
+		m.worst = n
+	}
+	// worst fixed window
+	if idx := t / m.w; idx != m.fixedIdx {
+		m.fixedIdx, m.fixedCount = idx, 0
+	}
+	m.fixedCount++
+	m.worstFixed = max(m.worstFixed, m.fixedCount)
+}
+
+func (m *meter) result(end int64) Result {
+	m.heldArea += float64(m.heldTotal) * float64(end-m.heldAt)
+	l := float64(m.p.Limit)
+	r := Result{
+		Params:            m.p,
+		Requests:          m.requests,
+		Admitted:          m.admitted,
+		Rejected:          m.rejected,
+		RoundTrips:        m.roundTrips,
+		Syncs:             m.syncs,
+		AdmittedX:         float64(m.admittedAfter) / (float64(end-m.w) / float64(m.w)) / l,
+		WorstWindowX:      float64(m.worst) / l,
+		WorstFixedWindowX: float64(m.worstFixed) / l,
+		StrandedX:         m.heldArea / float64(end) / l,
+	}
+	if m.requests > 0 {
+		r.RejectedPct = 100 * float64(m.rejected) / float64(m.requests)
+		r.RoundTripPct = 100 * float64(m.roundTrips) / float64(m.requests)
+	}
+	return r
+}

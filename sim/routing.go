@@ -1,0 +1,75 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+)
+
+// Routing says how a request picks its gateway.
+type Routing uint8
+
+const (
+	// Even picks a gateway uniformly at random.
+	Even Routing = iota
+	// Uneven picks gateway i = 1..K with probability proportional to 1/i.
+	Uneven
+)
+
+// String returns "even" or "uneven".
+func (r Routing) String() string {
+	if r == Uneven {
+		return "uneven"
+	}
+	return "even"
+}
+
+// ParseRouting parses "even" or "uneven".
+func ParseRouting(s string) (Routing, error) {
+	switch s {
+	case "even":
+		return Even, nil
+	case "uneven":
+		return Uneven, nil
+	}
+	return 0, fmt.Errorf("routing %q: want even or uneven", s)
+}
+
+// router picks gateways from its own random stream.
+type router struct {
+	rng *rand.Rand
+	k   int
+	cdf []float64 // Uneven: cumulative probabilities, last = 1
+}
+
+func newRouter(rng *rand.Rand, r Routing, k int) *router {
+	rt := &router{rng: rng, k: k}
+	if r == Uneven && k > 1 {
+		var sum float64
+		for i := 1; i <= k; i++ {
+			sum += 1 / float64(i)
+		}
+		var acc float64
+		for i := 1; i <= k; i++ {
+			acc += 1 / float64(i) / sum
+			rt.cdf = append(rt.cdf, acc)
+		}
+		rt.cdf[k-1] = 1
+	}
+	return rt
+}
+
+func (r *router) pick() int {
+	if r.cdf == nil {
+		if r.k == 1 {
+			return 0
+		}
+		return r.rng.IntN(r.k)
+	}
+	u := r.rng.Float64()
+	for i, c := range r.cdf {
+		if u < c {
+			return i
+		}
+	}
+	return r.k - 1
+}

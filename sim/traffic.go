@@ -1,0 +1,153 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+)
+
+// TrafficKind is one of the study's traffic models.
+type TrafficKind uint8
+
+const (
+	// Steady is one honest client with Poisson arrivals at F x L / W.
+	Steady TrafficKind = iota + 1
+	// PageLoad is honest page loads: Poisson loads, each a burst of
+	// PageLoadBurst requests spread uniformly over PageLoadSpread, at a
+	// mean request rate of F x L / W.
+	PageLoad
+	// Flood is an attacker: Poisson arrivals at M x L / W.
+	Flood
+)
+
+// PageLoadBurst is the number of requests in one page load.
+const PageLoadBurst = 10
+
+// PageLoadSpread is the time over which a page load's requests arrive (ns).
+const PageLoadSpread = int64(1e9)
+
+// Traffic is a traffic model and its factor (F for honest traffic, M for
+// floods).
+type Traffic struct {
+	Kind   TrafficKind
+	Factor float64
+}
+
+// Honest reports whether the traffic is an honest client's.
+func (t Traffic) Honest() bool { return t.Kind == Steady || t.Kind == PageLoad }
+
+// String returns the spec form, e.g. "steady:0.8".
+func (t Traffic) String() string {
+	name := map[TrafficKind]string{Steady: "steady", PageLoad: "pageload", Flood: "flood"}[t.Kind]
+	return name + ":" + strconv.FormatFloat(t.Factor, 'g', -1, 64)
+}
+
+// ParseTraffic parses steady:F, pageload:F or flood:M.
+func ParseTraffic(s string) (Traffic, error) {
+	const want = "want steady:F, pageload:F or flood:M with a positive number, e.g. steady:0.8 or flood:100"
+	name, num, ok := strings.Cut(s, ":")
+	if !ok {
+		return Traffic{}, fmt.Errorf("traffic %q: %s", s, want)
+	}
+	var t Traffic
+	switch name {
+	case "steady":
+		t.Kind = Steady
+	case "pageload":
+		t.Kind = PageLoad
+	case "flood":
+		t.Kind = Flood
+	default:
+		return Traffic{}, fmt.Errorf("traffic %q: unknown model %q; %s", s, name, want)
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || !(f > 0) || f > 1e9 {
+		return Traffic{}, fmt.Errorf("traffic %q: factor %q is not a positive number; %s", s, num, want)
+	}
+	t.Factor = f
+	return t, nil
+}
+
+// arrivals generates arrival times (ns, ascending) from its own random
+// stream.
+type arrivals struct {
+	rng  *rand.Rand
+	kind TrafficKind
+	mean float64 // mean gap between arrivals (Steady, Flood) or loads (PageLoad), ns
+	t    float64 // time of the last Poisson event, ns
+
+	// PageLoad: requests of loads already started, a min-heap.
+	heap     []int64
+	nextLoad int64
+}
+
+func newArrivals(rng *rand.Rand, tr Traffic, limit int, window int64) *arrivals {
+	rate := tr.Factor * float64(limit) / float64(window) // requests per ns
+	a := &arrivals{rng: rng, kind: tr.Kind, mean: 1 / rate}
+	if tr.Kind == PageLoad {
+		a.mean *= PageLoadBurst
+		a.nextLoad = a.poisson()
+	}
+	return a
+}
+
+func (a *arrivals) poisson() int64 {
+	a.t += a.rng.ExpFloat64() * a.mean
+	return int64(a.t)
+}
+
+// next returns the next arrival time.
+func (a *arrivals) next() int64 {
+	if a.kind != PageLoad {
+		return a.poisson()
+	}
+	for len(a.heap) == 0 || a.nextLoad <= a.heap[0] {
+		start := a.nextLoad
+		for i := 0; i < PageLoadBurst; i++ {
+			a.pushHeap(start + a.rng.Int64N(PageLoadSpread))
+		}
+		a.nextLoad = a.poisson()
+	}
+	return a.popHeap()
+}
+
+func (a *arrivals) pushHeap(t int64) {
+	h := append(a.heap, t)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p] <= h[i] {
+			break
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+	a.heap = h
+}
+
+func (a *arrivals) popHeap() int64 {
+	h := a.heap
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h[r] < h[l] {
+			m = r
+		}
+		if h[i] <= h[m] {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	a.heap = h
+	return top
+}

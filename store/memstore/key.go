@@ -1,0 +1,188 @@
+package memstore
+
+import (
+	"sort"
+
+	"github.com/fleetlimit/fleetlimit/store"
+	"github.com/fleetlimit/fleetlimit/window"
+)
+
+// entry is one admitted request: when, and which gateway admitted it.
+type entry struct {
+	t  int64
+	gw int32
+}
+
+// Key is the exact store state of one rate-limited key: the timestamp and
+// gateway of every admitted request still inside the window, and the lease
+// slots each gateway holds. It is single-threaded: Store wraps Keys with a
+// lock for concurrent use, the simulator uses a Key directly.
+//
+// Times passed to a Key never go backwards: a call with an earlier time than
+// a previous one is treated as happening at that previous time.
+type Key struct {
+	limit int
+	spec  window.Spec
+	now   int64
+
+	log  []entry // ascending by t; log[head:] is live
+	head int
+	own  []int   // per gateway: entries in log[head:] it admitted
+
+	out      []int // per gateway: lease slots granted and not yet settled
+	outTotal int
+
+	tail []entry // scratch for merges
+	exp  []int64 // scratch for Pull.Expiring
+}
+
+// NewKey returns an empty Key with the given limit and window.
+func NewKey(limit int, spec window.Spec) *Key {
+	return &Key{limit: limit, spec: spec}
+}
+
+// Limit returns the key's limit L.
+func (k *Key) Limit() int { return k.limit }
+
+func (k *Key) advance(now int64) int64 {
+	if now < k.now {
+		now = k.now
+	}
+	k.now = now
+	lo := k.spec.Lo(now)
+	for k.head < len(k.log) && k.log[k.head].t < lo {
+		k.own[k.log[k.head].gw]--
+		k.head++
+	}
+	if k.head == len(k.log) {
+		k.log, k.head = k.log[:0], 0
+	} else if k.head >= 1024 && k.head*2 >= len(k.log) {
+		n := copy(k.log, k.log[k.head:])
+		k.log, k.head = k.log[:n], 0
+	}
+	return now
+}
+
+func (k *Key) gateway(gw int) {
+	for gw >= len(k.own) {
+		k.own = append(k.own, 0)
+		k.out = append(k.out, 0)
+	}
+}
+
+// Count returns the number of admitted requests inside the window at now.
+func (k *Key) Count(now int64) int {
+	k.advance(now)
+	return len(k.log) - k.head
+}
+
+// Outstanding returns the lease slots granted and not yet settled, fleet-wide.
+func (k *Key) Outstanding() int { return k.outTotal }
+
+// Stamps appends the timestamps inside the window at now to dst, ascending.
+func (k *Key) Stamps(dst []int64, now int64) []int64 {
+	k.advance(now)
+	for _, e := range k.log[k.head:] {
+		dst = append(dst, e.t)
+	}
+	return dst
+}
+
+// insert merges gw's ascending stamps into the log, dropping the ones that
+// are already outside the window.
+func (k *Key) insert(gw int, stamps []int64) {
+	lo := k.spec.Lo(k.now)
+	i := sort.Search(len(stamps), func(i int) bool { return stamps[i] >= lo })
+	stamps = stamps[i:]
+	if len(stamps) == 0 {
+		return
+	}
+	k.own[gw] += len(stamps)
+	live := k.log[k.head:]
+	// Everything in live[p:] is later than the first new stamp; merge
+	// that tail with the new stamps. Ties keep the older entry first.
+	p := sort.Search(len(live), func(i int) bool { return live[i].t > stamps[0] })
+	k.tail = append(k.tail[:0], live[p:]...)
+	at := k.head + p
+	k.log = k.log[:at]
+	a, b := k.tail, stamps
+	for len(a) > 0 && len(b) > 0 {
+		if b[0] < a[0].t {
+			k.log = append(k.log, entry{b[0], int32(gw)})
+			b = b[1:]
+		} else {
+			k.log = append(k.log, a[0])
+			a = a[1:]
+		}
+	}
+	k.log = append(k.log, a...)
+	for _, t := range b {
+		k.log = append(k.log, entry{t, int32(gw)})
+	}
+}
+
+// Sync applies one gateway's push at now and answers it: the pushed stamps
+// join the log, the gateway's outstanding lease slots are settled (the used
+// ones are now stamps, the rest come back), and a new grant of at most
+// p.Ask slots is made without letting admitted plus granted pass the limit.
+func (k *Key) Sync(now int64, p store.Push) store.Pull {
+	now = k.advance(now)
+	k.gateway(p.Gateway)
+	k.insert(p.Gateway, p.Admits)
+	k.outTotal -= k.out[p.Gateway]
+	k.out[p.Gateway] = 0
+	count := len(k.log) - k.head
+	pull := store.Pull{Count: count, Own: k.own[p.Gateway]}
+	if p.Ask > 0 {
+		pull.Granted = k.grant(p.Gateway, p.Ask, count)
+	}
+	if p.Horizon > 0 {
+		until := k.spec.Lo(now + p.Horizon)
+		k.exp = k.exp[:0]
+		for _, e := range k.log[k.head:] {
+			if e.t >= until {
+				break
+			}
+			k.exp = append(k.exp, e.t)
+		}
+		pull.Expiring = k.exp
+	}
+	return pull
+}
+
+func (k *Key) grant(gw, ask, count int) int {
+	avail := k.limit - count - k.outTotal
+	if ask > avail {
+		ask = avail
+	}
+	if ask <= 0 {
+		return 0
+	}
+	k.out[gw] += ask
+	k.outTotal += ask
+	return ask
+}
+
+// Central is the central check: it admits n requests from gateway gw at
+// now if the window then holds at most the limit (counting outstanding
+// lease slots as used), and logs them.
+func (k *Key) Central(now int64, gw, n int) bool {
+	now = k.advance(now)
+	k.gateway(gw)
+	if len(k.log)-k.head+k.outTotal+n > k.limit {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		k.log = append(k.log, entry{now, int32(gw)})
+	}
+	k.own[gw] += n
+	return true
+}
+
+// Grant is a lease round trip: it grants gateway gw up to n more slots at
+// now, as many as the limit allows, and returns how many.
+func (k *Key) Grant(now int64, gw, n int) int {
+	k.advance(now)
+	k.gateway(gw)
+	return k.grant(gw, n, len(k.log)-k.head)
+}
