@@ -6,6 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -35,17 +36,21 @@ often it waits on the store) and enforces the chosen design for real.`,
 }
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string) int {
+// run runs the command line args and returns the exit status: 0, 1 when
+// valid work failed, 2 on bad input.
+func run(args []string, stdout, stderr io.Writer) int {
 	root := newRoot()
 	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.Execute()
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "fleetlimit:", err)
+	fmt.Fprintln(stderr, "fleetlimit:", err)
 	var ue usageError
 	var re runError
 	switch {

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -183,6 +181,3 @@ func writeSimText(w io.Writer, p sim.Params, results []sim.Result) {
 	tw.Flush()
 	fmt.Fprintln(w, "\nadmitted_x: admitted per window after the first, over L; worst_window_x: most admitted in any W-long interval, over L")
 }
-
-var _ = os.Stderr
-var _ = time.Second

@@ -27,7 +27,7 @@ type Key struct {
 
 	log  []entry // ascending by t; log[head:] is live
 	head int
-	own  []int   // per gateway: entries in log[head:] it admitted
+	own  []int // per gateway: entries in log[head:] it admitted
 
 	out      []int // per gateway: lease slots granted and not yet settled
 	outTotal int

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestSimBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		say  string
+	}{
+		{[]string{"sim", "--design", "magic"}, `unknown design "magic": want one of central-log, split`},
+		{[]string{"sim", "--gateways", "0"}, "gateways 0: must be between 1 and 4096"},
+		{[]string{"sim", "--sync", "0s"}, "sync 0s: must be a positive duration"},
+		{[]string{"sim", "--sync", "-1s"}, "sync -1s: must be a positive duration"},
+		{[]string{"sim", "--traffic", "steady"}, `traffic "steady": want steady:F`},
+		{[]string{"sim", "--traffic", "flood:x"}, `factor "x" is not a positive number`},
+		{[]string{"sim", "--traffic", "burst:3"}, `unknown model "burst"`},
+		{[]string{"sim", "--duration", "30s"}, "duration 30s: must be longer than the window (1m0s)"},
+		{[]string{"sim", "--routing", "random"}, `routing "random": want even or uneven`},
+		{[]string{"sim", "--window-kind", "tumbling"}, `window kind "tumbling": want sliding or fixed`},
+		{[]string{"sim", "--seeds", "0"}, "seeds 0: must be between 1 and 100000"},
+		{[]string{"sim", "--limit", "0"}, "limit 0: must be at least 1"},
+		{[]string{"sim", "--gateways", "many"}, `invalid argument "many"`},
+		{[]string{"sim", "--traffic", "flood:1e8", "--duration", "24h"}, "more than the 2e+09 a run allows"},
+		{[]string{"sim", "extra"}, `unknown command "extra"`},
+		{[]string{"nonsense"}, `unknown command "nonsense"`},
+	} {
+		code, out, errs := runCLI(c.args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2 (stderr %q)", c.args, code, errs)
+		}
+		if out != "" {
+			t.Errorf("%v: printed %q on stdout", c.args, out)
+		}
+		if lines := strings.Count(strings.TrimSpace(errs), "\n") + 1; lines != 1 || !strings.Contains(errs, c.say) {
+			t.Errorf("%v: stderr %q, want one line saying %q", c.args, errs, c.say)
+		}
+	}
+}
+
+func TestSimJSON(t *testing.T) {
+	code, out, errs := runCLI("sim", "--design", "shared-counter", "--gateways", "4", "--sync", "1s",
+		"--traffic", "flood:30", "--duration", "10m", "--seed", "3", "--seeds", "3", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Design       string  `json:"design"`
+		Seeds        int     `json:"seeds"`
+		AdmittedX    float64 `json:"admitted_x"`
+		WorstWindowX float64 `json:"worst_window_x"`
+		RejectedPct  float64 `json:"rejected_pct"`
+		RoundTripPct float64 `json:"round_trip_pct"`
+		Runs         []struct {
+			Seed      uint64  `json:"seed"`
+			Requests  int64   `json:"requests"`
+			Admitted  int64   `json:"admitted"`
+			Rejected  int64   `json:"rejected"`
+			Syncs     int64   `json:"syncs"`
+			AdmittedX float64 `json:"admitted_x"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, out)
+	}
+	if doc.Design != "shared-counter" || doc.Seeds != 3 || len(doc.Runs) != 3 {
+		t.Fatalf("header %+v", doc)
+	}
+	var sum float64
+	for i, r := range doc.Runs {
+		if r.Seed != uint64(3+i) || r.Admitted+r.Rejected != r.Requests || r.Syncs == 0 {
+			t.Fatalf("run %d: %+v", i, r)
+		}
+		sum += r.AdmittedX
+	}
+	if d := sum/3 - doc.AdmittedX; d > 1e-9 || d < -1e-9 {
+		t.Fatalf("admitted_x %g is not the mean of the runs (%g)", doc.AdmittedX, sum/3)
+	}
+	if doc.AdmittedX <= 1 {
+		t.Fatalf("shared-counter under flood:30 at K=4 admitted %g x L: want an overshoot", doc.AdmittedX)
+	}
+}
+
+func TestSimText(t *testing.T) {
+	code, out, errs := runCLI("sim", "--design", "lease", "--traffic", "steady:0.8", "--duration", "10m", "--seeds", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"--design lease --gateways 8", "admitted_x", "worst_window_x", "mean"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,50 @@
+package purity
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPurePackagesArePure(t *testing.T) {
+	bad, err := CheckModule("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Error(b)
+	}
+}
+
+func TestCheckerCatchesViolations(t *testing.T) {
+	src := `package x
+import (
+	"time"
+	r "math/rand/v2"
+	"os"
+)
+func f() {
+	_ = time.Now()
+	go f()
+	_ = r.Float64()
+	_ = r.New(r.NewPCG(1, 2)).Float64() // allowed: a seeded source
+	_ = time.Duration(5) // allowed: a type
+	os.Exit(1)
+}`
+	bad, err := CheckSource("x.go", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"imports os", "uses time.Now", "starts a goroutine", "uses math/rand/v2.Float64"}
+	if len(bad) != len(want) {
+		t.Fatalf("got %d violations, want %d:\n%s", len(bad), len(want), strings.Join(bad, "\n"))
+	}
+	for _, w := range want {
+		found := false
+		for _, b := range bad {
+			found = found || strings.Contains(b, w)
+		}
+		if !found {
+			t.Errorf("no violation mentions %q in:\n%s", w, strings.Join(bad, "\n"))
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package sweep
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/sim"
+)
+
+func grid(t *testing.T) []sim.Params {
+	var ps []sim.Params
+	for _, name := range design.StudyDesigns {
+		for _, tr := range []string{"steady:0.8", "pageload:0.8", "flood:30"} {
+			for seed := uint64(1); seed <= 3; seed++ {
+				p := sim.Defaults()
+				p.Design, p.Gateways, p.Duration, p.Seed = name, 8, 10*time.Minute, seed
+				p.Routing = sim.Uneven
+				var err error
+				if p.Traffic, err = sim.ParseTraffic(tr); err != nil {
+					t.Fatal(err)
+				}
+				ps = append(ps, p)
+			}
+		}
+	}
+	return ps
+}
+
+// Check 5: the same parameters and seed give the same figures, whatever the
+// number of workers.
+func TestCheck5SameResultsAnyWorkers(t *testing.T) {
+	ps := grid(t)
+	want := Run(context.Background(), ps, Options{Workers: 1})
+	for _, w := range []int{2, 3, 8} {
+		got := Run(context.Background(), ps, Options{Workers: w})
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%d workers: results differ from one worker", w)
+		}
+	}
+	for i, o := range want {
+		if !o.Done || o.Err != nil || o.Result.Requests == 0 {
+			t.Fatalf("run %d: %+v", i, o)
+		}
+	}
+}
+
+func TestCancelKeepsFinished(t *testing.T) {
+	ps := grid(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	out := Run(ctx, ps, Options{Workers: 1, Progress: func(done int) {
+		n = done
+		if done == 5 {
+			cancel()
+		}
+	}})
+	done := 0
+	for _, o := range out {
+		if o.Done {
+			done++
+		}
+	}
+	if done != 5 || n != 5 {
+		t.Fatalf("after cancelling at 5: %d done, progress %d", done, n)
+	}
+}
