@@ -124,3 +124,17 @@ func (c *counter) SyncPull(now int64, p store.Pull) {
 }
 
 func (c *counter) Held() int { return 0 }
+
+// QuietSyncs: with no admits to push, a sync only refreshes the view.
+func (c *counter) QuietSyncs() int {
+	if len(c.pend.stamps) > 0 {
+		return 0
+	}
+	return Forever
+}
+
+// Skip does nothing: the view is refreshed by the last sync before a decision.
+func (c *counter) Skip(n int) {}
+
+// PullsView is true: the view comes from the last pull.
+func (c *counter) PullsView() bool { return true }

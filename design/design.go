@@ -177,3 +177,24 @@ func New(name string, c Config) (Gateway, error) {
 	}
 	return i.New(c), nil
 }
+
+// Lazy is implemented by designs whose syncs can be left out, exactly, while
+// they would change nothing. A driver that runs many gateways on virtual time
+// (the simulator) uses it to skip the syncs of idle gateways; the live
+// runtime need not.
+type Lazy interface {
+	// QuietSyncs returns how many of this gateway's next syncs would
+	// change nothing in the store or in the gateway (beyond what Skip
+	// reproduces), provided no request reaches it meanwhile: 0 when the
+	// next sync matters, Forever when none would.
+	QuietSyncs() int
+	// Skip accounts for n quiet syncs that were left out.
+	Skip(n int)
+	// PullsView reports whether a sync refreshes the gateway's view of
+	// the store even when quiet: then the driver must still perform the
+	// last sync before each decision.
+	PullsView() bool
+}
+
+// Forever is QuietSyncs' answer when no upcoming sync matters.
+const Forever = int(^uint(0) >> 1)

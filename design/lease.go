@@ -103,3 +103,61 @@ func (l *lease) SyncPull(now int64, p store.Pull) {
 }
 
 func (l *lease) Held() int { return l.grant }
+
+// QuietSyncs counts the next syncs that would hand back and regrant the same
+// slots. A sync is quiet when nothing arrived since the last one, nothing is
+// to be pushed, and the slots held equal what the sync would ask for; the
+// store then grants them again (admitted plus outstanding never exceeds L, so
+// after the hand-back there is room for them). It stays quiet while the
+// interval leaving the arrival ring had no arrivals, as the ask is unchanged.
+// lease-ask asks for nothing after an idle interval, so once it holds nothing
+// every later sync is quiet.
+func (l *lease) QuietSyncs() int {
+	if l.cur > 0 || len(l.pend.stamps) > 0 {
+		return 0
+	}
+	if l.ask {
+		if l.grant == 0 {
+			return Forever
+		}
+		return 0
+	}
+	if l.grant != l.want() {
+		return 0
+	}
+	if l.sum == 0 {
+		return Forever
+	}
+	n := 0
+	for i := l.next; l.intervals[i] == 0; {
+		n++
+		if i++; i == len(l.intervals) {
+			i = 0
+		}
+	}
+	return n
+}
+
+// Skip accounts for n quiet syncs: each closed an empty interval.
+func (l *lease) Skip(n int) {
+	if n <= 0 {
+		return
+	}
+	if n >= len(l.intervals) {
+		clear(l.intervals)
+		l.sum, l.next = 0, 0
+	} else {
+		for ; n > 0; n-- {
+			l.sum -= l.intervals[l.next]
+			l.intervals[l.next] = 0
+			if l.next++; l.next == len(l.intervals) {
+				l.next = 0
+			}
+		}
+	}
+	l.last = 0
+	l.wait = false
+}
+
+// PullsView is false: a lease's state is its own.
+func (l *lease) PullsView() bool { return false }

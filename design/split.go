@@ -43,3 +43,17 @@ func (s *split) SyncPush(now int64) store.Push {
 
 func (s *split) SyncPull(now int64, p store.Pull) { s.pend.settle() }
 func (s *split) Held() int                        { return 0 }
+
+// QuietSyncs: split's syncs only push its admits.
+func (s *split) QuietSyncs() int {
+	if len(s.pend.stamps) > 0 {
+		return 0
+	}
+	return Forever
+}
+
+// Skip does nothing: split keeps no sync state.
+func (s *split) Skip(n int) {}
+
+// PullsView is false: split ignores what it pulls.
+func (s *split) PullsView() bool { return false }

@@ -12,6 +12,7 @@ type meter struct {
 	leases bool
 
 	requests, admitted, rejected, roundTrips, syncs int64
+	performed                                       int64 // syncs actually run (the lazy mode skips quiet ones)
 	admittedAfter                                   int64 // admits at t >= W
 
 	// admit times inside the last W, a deque, for the worst sliding window
@@ -31,7 +32,7 @@ func newMeter(p Params, leases bool) *meter {
 }
 
 func (m *meter) syncOne(t int64, gw design.Gateway, key *memstore.Key) {
-	m.syncs++
+	m.performed++
 	held := 0
 	if m.leases {
 		held = gw.Held()

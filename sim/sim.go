@@ -142,86 +142,148 @@ func Run(p Params) (Result, error) { return RunTrace(p, nil) }
 
 // RunTrace runs one simulation and reports every decision to trace.
 func RunTrace(p Params, trace Trace) (Result, error) {
+	r, _, err := run(p, trace, modeAuto)
+	return r, err
+}
+
+type mode uint8
+
+const (
+	modeAuto mode = iota
+	modeEager
+	modeLazy
+)
+
+// lazyBelow is the expected arrivals per gateway per sync interval under
+// which a run skips quiet syncs. Both modes make the same decisions (tested);
+// the choice is only about speed: skipping pays off when most syncs are idle.
+const lazyBelow = 0.5
+
+// runner is one run's state.
+type runner struct {
+	p     Params
+	info  design.Info
+	gws   []design.Gateway
+	key   *memstore.Key
+	src   *arrivals
+	route *router
+	m     *meter
+	trace Trace
+
+	delta int64
+	phase []int64 // gateway i syncs at phase[i] + r*delta, r >= 0
+	order []int   // gateways in the order their syncs come round
+	end   int64
+}
+
+// run runs p in the given mode and also returns the syncs it performed.
+func run(p Params, trace Trace, md mode) (Result, int64, error) {
 	if err := p.Validate(); err != nil {
-		return Result{}, err
+		return Result{}, 0, err
 	}
 	info, _ := design.Lookup(p.Design)
 	spec := window.Spec{Size: p.Window, Kind: p.WindowKind}
 	k := p.Gateways
-	gws := make([]design.Gateway, k)
-	for i := range gws {
-		gws[i] = info.New(design.Config{Limit: p.Limit, Window: spec, Gateways: k, Gateway: i, Sync: p.Sync})
+	r := &runner{p: p, info: info, trace: trace, delta: int64(p.Sync), end: int64(p.Duration)}
+	r.gws = make([]design.Gateway, k)
+	for i := range r.gws {
+		r.gws[i] = info.New(design.Config{Limit: p.Limit, Window: spec, Gateways: k, Gateway: i, Sync: p.Sync})
 	}
-	key := memstore.NewKey(p.Limit, spec)
-	src := newArrivals(rngFor(p.Seed, streamArrivals), p.Traffic, p.Limit, int64(p.Window))
-	route := newRouter(rngFor(p.Seed, streamRouting), p.Routing, k)
+	r.key = memstore.NewKey(p.Limit, spec)
+	r.src = newArrivals(rngFor(p.Seed, streamArrivals), p.Traffic, p.Limit, int64(p.Window))
+	r.route = newRouter(rngFor(p.Seed, streamRouting), p.Routing, k)
+	r.m = newMeter(p, info.Leases)
 
-	// Each gateway syncs at phase + nΔ. With one Δ for all, the syncs go
-	// round in the order of the phases, so the next sync is always
-	// order[j]'s n-th.
-	delta := int64(p.Sync)
-	phase := make([]int64, k)
-	order := make([]int, k)
+	// Each gateway syncs at its phase + nΔ. With one Δ for all, syncs go
+	// round in the order of the phases (ties, as with aligned syncs, in
+	// gateway order).
+	r.phase = make([]int64, k)
+	r.order = make([]int, k)
 	prng := rngFor(p.Seed, streamPhases)
-	for i := range phase {
-		order[i] = i
+	for i := range r.phase {
+		r.order[i] = i
 		if !p.AlignedSync {
-			phase[i] = prng.Int64N(delta)
+			r.phase[i] = prng.Int64N(r.delta)
 		}
 	}
-	sort.SliceStable(order, func(a, b int) bool { return phase[order[a]] < phase[order[b]] })
-	syncs := !info.NoSync
-	j, round := 0, int64(0)
-	nextSync := phase[order[0]]
+	sort.SliceStable(r.order, func(a, b int) bool { return r.phase[r.order[a]] < r.phase[r.order[b]] })
+	if !info.NoSync {
+		for _, ph := range r.phase {
+			if ph < r.end {
+				r.m.syncs += (r.end - ph + r.delta - 1) / r.delta
+			}
+		}
+	}
 
-	end := int64(p.Duration)
-	m := newMeter(p, info.Leases)
+	_, lazy := r.gws[0].(design.Lazy)
+	perGateway := p.Traffic.Factor * float64(p.Limit) / float64(p.Window) * float64(p.Sync) / float64(k)
+	switch {
+	case info.NoSync:
+		r.eager(false)
+	case md == modeLazy && lazy, md == modeAuto && lazy && perGateway < lazyBelow:
+		r.lazy()
+	default:
+		r.eager(true)
+	}
+	return r.m.result(r.end), r.m.performed, nil
+}
+
+// decide hands the request at t to gateway g, asking the store when the
+// design needs it.
+func (r *runner) decide(t int64, g int) {
+	gw := r.gws[g]
+	m := r.m
+	held := 0
+	if m.leases {
+		held = gw.Held()
+	}
+	d, q := gw.Decide(t, 1)
+	if d == design.Ask {
+		m.roundTrips++
+		var a design.Answer
+		switch q.Kind {
+		case design.QueryCentral:
+			a.Admit = r.key.Central(t, g, q.N)
+		case design.QueryGrant:
+			a.Granted = r.key.Grant(t, g, q.N)
+		}
+		d = gw.Resume(t, 1, q, a)
+	}
+	if m.leases {
+		m.held(t, gw.Held()-held)
+	}
+	m.decide(t, d)
+	if r.trace != nil {
+		r.trace(t, g, d)
+	}
+}
+
+// eager performs every sync, in time order, before the arrivals after it.
+func (r *runner) eager(syncs bool) {
+	k := len(r.gws)
+	j, round := 0, int64(0)
+	nextSync := r.phase[r.order[0]]
 	for {
-		t := src.next()
-		if t >= end {
+		t := r.src.next()
+		if t >= r.end {
 			break
 		}
 		for syncs && nextSync <= t {
-			m.syncOne(nextSync, gws[order[j]], key)
+			r.m.syncOne(nextSync, r.gws[r.order[j]], r.key)
 			if j++; j == k {
 				j = 0
 				round++
 			}
-			nextSync = phase[order[j]] + round*delta
+			nextSync = r.phase[r.order[j]] + round*r.delta
 		}
-		g := route.pick()
-		gw := gws[g]
-		held := 0
-		if m.leases {
-			held = gw.Held()
-		}
-		d, q := gw.Decide(t, 1)
-		if d == design.Ask {
-			m.roundTrips++
-			var a design.Answer
-			switch q.Kind {
-			case design.QueryCentral:
-				a.Admit = key.Central(t, g, q.N)
-			case design.QueryGrant:
-				a.Granted = key.Grant(t, g, q.N)
-			}
-			d = gw.Resume(t, 1, q, a)
-		}
-		if m.leases {
-			m.held(t, gw.Held()-held)
-		}
-		m.decide(t, d)
-		if trace != nil {
-			trace(t, g, d)
-		}
+		r.decide(t, r.route.pick())
 	}
-	for syncs && nextSync < end {
-		m.syncOne(nextSync, gws[order[j]], key)
+	for syncs && nextSync < r.end {
+		r.m.syncOne(nextSync, r.gws[r.order[j]], r.key)
 		if j++; j == k {
 			j = 0
 			round++
 		}
-		nextSync = phase[order[j]] + round*delta
+		nextSync = r.phase[r.order[j]] + round*r.delta
 	}
-	return m.result(end), nil
 }

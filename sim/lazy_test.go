@@ -1,0 +1,84 @@
+package sim
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/window"
+)
+
+// The lazy mode skips syncs it proves quiet; it must make exactly the
+// decisions, and report exactly the figures, of the mode that performs every
+// sync.
+func TestLazyEqualsEager(t *testing.T) {
+	type trace struct {
+		t int64
+		g int
+		d design.Decision
+	}
+	var performed [3]int64
+	record := func(p Params, md mode) ([]trace, Result) {
+		var tr []trace
+		res, n, err := run(p, func(at int64, g int, d design.Decision) { tr = append(tr, trace{at, g, d}) }, md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		performed[md] += n
+		return tr, res
+	}
+	traffics := []string{"steady:0.8", "steady:1", "pageload:0.8", "flood:3", "flood:100"}
+	syncs := []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, 3 * time.Second, 10 * time.Second}
+	if raceEnabled {
+		traffics, syncs = []string{"steady:1", "pageload:0.8", "flood:3"}, []time.Duration{100 * time.Millisecond, 3 * time.Second}
+	}
+	runs, differ := 0, 0
+	for _, name := range design.StudyDesigns {
+		if name == "central-log" {
+			continue // never syncs
+		}
+		for _, tr := range traffics {
+			for _, k := range []int{1, 3, 16} {
+				for _, sync := range syncs {
+					for _, routing := range []Routing{Even, Uneven} {
+						p := Defaults()
+						p.Design, p.Gateways, p.Sync, p.Routing = name, k, sync, routing
+						p.Traffic, p.Duration, p.Seed = mustTraffic(t, tr), 15*time.Minute, uint64(k)
+						p.Limit = 20 // a small limit keeps the window often full
+						if k == 3 {
+							p.WindowKind = window.Fixed
+						}
+						if sync == 3*time.Second {
+							p.AlignedSync = true
+						}
+						want, wantRes := record(p, modeEager)
+						got, gotRes := record(p, modeLazy)
+						runs++
+						if len(got) != len(want) {
+							t.Fatalf("%v: lazy made %d decisions, eager %d", p, len(got), len(want))
+						}
+						for i := range got {
+							if got[i] != want[i] {
+								t.Fatalf("%v: decision %d lazy %+v, eager %+v", p, i, got[i], want[i])
+							}
+						}
+						if !reflect.DeepEqual(gotRes, wantRes) {
+							t.Fatalf("%v: results differ:\nlazy  %+v\neager %+v", p, gotRes, wantRes)
+						}
+						if wantRes.Rejected > 0 {
+							differ++
+						}
+					}
+				}
+			}
+		}
+	}
+	if differ < runs/2 {
+		t.Fatalf("only %d of %d runs rejected anything: the comparison would prove little", differ, runs)
+	}
+	if performed[modeLazy] > performed[modeEager]/2 {
+		t.Fatalf("lazy mode performed %d syncs, eager %d: it skipped too few to be tested", performed[modeLazy], performed[modeEager])
+	}
+	t.Logf("%d runs identical in both modes; lazy performed %d of eager's %d syncs", runs, performed[modeLazy], performed[modeEager])
+}
