@@ -102,3 +102,37 @@ func TestSimText(t *testing.T) {
 		}
 	}
 }
+
+func TestStudyCLI(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runCLI("study", "--quick", "--out", dir, "--filter", "k=2 sync=1s design=shared-counter,lease")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.HasPrefix(out, "25 runs") {
+		t.Fatalf("does not print the run count first:\n%s", out)
+	}
+	if !strings.Contains(errs, "25/25 runs (100%)") {
+		t.Fatalf("no plain progress line when not on a terminal: %q", errs)
+	}
+	code, out, errs = runCLI("study", "--report", dir)
+	if code != 0 || !strings.Contains(out, "report rebuilt from 25 runs") {
+		t.Fatalf("--report: exit %d, %s %s", code, out, errs)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		say  string
+	}{
+		{[]string{"study"}, 2, "--out DIR is required"},
+		{[]string{"study", "--out", dir, "--filter", "k=3"}, 2, `filter "k=3" selects no run`},
+		{[]string{"study", "--out", dir, "--filter", "colour=red"}, 2, `filter key "colour"`},
+		{[]string{"study", "--report", dir, "--quick"}, 2, "takes no --out, --quick or --filter"},
+		{[]string{"study", "--report", t.TempDir()}, 1, "results.csv: no such file"},
+	} {
+		code, _, errs := runCLI(c.args...)
+		if code != c.code || !strings.Contains(errs, c.say) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d saying %q", c.args, code, errs, c.code, c.say)
+		}
+	}
+}

@@ -1,0 +1,258 @@
+// Package study runs the whole study of fleetlimit (every design through the
+// study's scenarios) and turns its results into a report: results.csv,
+// summary.json, plots and report.md. Every number in the report is computed
+// from results.csv; none is typed by hand.
+//
+// It must never make a run's outcome depend on the number of workers or the
+// order runs finish in.
+package study
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/window"
+)
+
+// Parts of the grid.
+const (
+	PartHonest = "honest" // honest traffic, quiet key
+	PartFlood  = "flood"  // floods, sliding window
+	PartBusy   = "busy"   // honest traffic, busy key (L = 10,000)
+	PartFixed  = "fixed"  // floods against shared-counter, fixed window
+)
+
+// Run is one run of the grid: its part and its parameters.
+type Run struct {
+	Part   string
+	Params sim.Params
+}
+
+// The study's axes.
+var (
+	Gateways      = []int{2, 4, 8, 16, 32}
+	Syncs         = []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, time.Second, 3 * time.Second, 10 * time.Second}
+	HonestTraffic = []string{"steady:0.5", "steady:0.8", "steady:1", "pageload:0.5", "pageload:0.8"}
+	Floods        = []float64{1.5, 3, 10, 30, 100, 300, 1000}
+	BusyGateways  = []int{2, 8, 32}
+	// BusySyncs spans the study's Δ over two decades. The study leaves the
+	// busy key's Δ open; all five would add about 20 s to the full grid
+	// (docs/performance.md).
+	BusySyncs   = []time.Duration{100 * time.Millisecond, time.Second, 10 * time.Second}
+	BusyTraffic = []string{"steady:0.8", "steady:1"}
+)
+
+// Study sizes.
+const (
+	BusyLimit    = 10000
+	honestSeeds  = 5
+	floodSeeds   = 3
+	busySeeds    = 3
+	honestLength = 300 * time.Minute
+	busyLength   = 60 * time.Minute
+)
+
+// FloodDuration is the simulated time of a flood run: 60 minutes up to
+// flood:10, 30 up to flood:100, 20 beyond, so that no run passes about
+// 2.6 million requests while every run measures at least 19 windows.
+func FloodDuration(m float64) time.Duration {
+	switch {
+	case m <= 10:
+		return 60 * time.Minute
+	case m <= 100:
+		return 30 * time.Minute
+	}
+	return 20 * time.Minute
+}
+
+func base(name string, k int, sync time.Duration, seed uint64) sim.Params {
+	p := sim.Defaults()
+	p.Design, p.Gateways, p.Sync, p.Seed = name, k, sync, seed
+	return p
+}
+
+func traffic(s string) sim.Traffic {
+	t, err := sim.ParseTraffic(s)
+	if err != nil {
+		panic(err) // the study's own constants
+	}
+	return t
+}
+
+// Grid returns the full default grid, in a fixed order.
+func Grid() []Run {
+	var runs []Run
+	for _, name := range design.StudyDesigns {
+		for _, k := range Gateways {
+			for _, sync := range Syncs {
+				for _, tr := range HonestTraffic {
+					for _, routing := range []sim.Routing{sim.Even, sim.Uneven} {
+						for s := uint64(1); s <= honestSeeds; s++ {
+							p := base(name, k, sync, s)
+							p.Traffic, p.Routing, p.Duration = traffic(tr), routing, honestLength
+							runs = append(runs, Run{PartHonest, p})
+						}
+					}
+				}
+				for _, m := range Floods {
+					for s := uint64(1); s <= floodSeeds; s++ {
+						p := base(name, k, sync, s)
+						p.Traffic, p.Duration = sim.Traffic{Kind: sim.Flood, Factor: m}, FloodDuration(m)
+						runs = append(runs, Run{PartFlood, p})
+						if name == "shared-counter" {
+							p.WindowKind = window.Fixed
+							runs = append(runs, Run{PartFixed, p})
+						}
+					}
+				}
+			}
+		}
+		for _, k := range BusyGateways {
+			for _, sync := range BusySyncs {
+				for _, tr := range BusyTraffic {
+					for _, routing := range []sim.Routing{sim.Even, sim.Uneven} {
+						for s := uint64(1); s <= busySeeds; s++ {
+							p := base(name, k, sync, s)
+							p.Limit, p.Traffic, p.Routing, p.Duration = BusyLimit, traffic(tr), routing, busyLength
+							runs = append(runs, Run{PartBusy, p})
+						}
+					}
+				}
+			}
+		}
+	}
+	return runs
+}
+
+// Quick returns a reduced grid for a first look: K in {2, 8, 32}, Δ in
+// {0.1, 1, 10} s, two honest traffics, three floods, one seed each, shorter
+// runs and a lighter busy key.
+func Quick() []Run {
+	keepK := map[int]bool{2: true, 8: true, 32: true}
+	keepSync := map[time.Duration]bool{100 * time.Millisecond: true, time.Second: true, 10 * time.Second: true}
+	keepTraffic := map[string]bool{"steady:0.8": true, "pageload:0.8": true, "flood:3": true, "flood:30": true, "flood:300": true, "steady:1": true}
+	var runs []Run
+	for _, r := range Grid() {
+		p := r.Params
+		if !keepK[p.Gateways] || !keepSync[p.Sync] || p.Seed != 1 || !keepTraffic[p.Traffic.String()] {
+			continue
+		}
+		switch r.Part {
+		case PartHonest:
+			p.Duration = 60 * time.Minute
+		case PartBusy:
+			if p.Routing == sim.Uneven || p.Sync != time.Second {
+				continue
+			}
+			p.Duration = 10 * time.Minute
+		default:
+			p.Duration = 10 * time.Minute
+		}
+		r.Params = p
+		runs = append(runs, r)
+	}
+	return runs
+}
+
+// Filter selects runs. Its text form is a list of key=value terms separated
+// by spaces or semicolons; a run must match every term, and a term matches
+// when any of its comma-separated values does. Keys: part, design, k, sync,
+// traffic (a full spec such as flood:100, or a model name such as flood),
+// routing, kind, limit, seed.
+type Filter map[string][]string
+
+var filterKeys = []string{"part", "design", "k", "sync", "traffic", "routing", "kind", "limit", "seed"}
+
+// ParseFilter parses the text form of a Filter.
+func ParseFilter(s string) (Filter, error) {
+	f := Filter{}
+	for _, term := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ';' }) {
+		key, vals, ok := strings.Cut(term, "=")
+		if !ok || vals == "" {
+			return nil, fmt.Errorf("filter term %q: want key=value[,value...] with key one of %s", term, strings.Join(filterKeys, ", "))
+		}
+		known := false
+		for _, k := range filterKeys {
+			known = known || k == key
+		}
+		if !known {
+			return nil, fmt.Errorf("filter key %q: want one of %s", key, strings.Join(filterKeys, ", "))
+		}
+		for _, v := range strings.Split(vals, ",") {
+			if key == "sync" {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					return nil, fmt.Errorf("filter sync=%s: not a duration such as 1s or 100ms", v)
+				}
+				v = d.String()
+			}
+			if key == "design" {
+				if _, err := design.Lookup(v); err != nil {
+					return nil, fmt.Errorf("filter: %w", err)
+				}
+			}
+			f[key] = append(f[key], v)
+		}
+	}
+	return f, nil
+}
+
+func (f Filter) matches(r Run) bool {
+	p := r.Params
+	fields := map[string][]string{
+		"part": {r.Part}, "design": {p.Design}, "k": {strconv.Itoa(p.Gateways)}, "sync": {p.Sync.String()},
+		"traffic": {p.Traffic.String(), strings.SplitN(p.Traffic.String(), ":", 2)[0]},
+		"routing": {p.Routing.String()}, "kind": {p.WindowKind.String()}, "limit": {strconv.Itoa(p.Limit)},
+		"seed": {strconv.FormatUint(p.Seed, 10)},
+	}
+	for key, want := range f {
+		hit := false
+		for _, w := range want {
+			for _, have := range fields[key] {
+				hit = hit || w == have
+			}
+		}
+		if !hit {
+			return false
+		}
+	}
+	return true
+}
+
+// Select returns the runs f matches, in order.
+func (f Filter) Select(runs []Run) []Run {
+	var out []Run
+	for _, r := range runs {
+		if f.matches(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ExpectedRequests is a run's expected number of requests, a cost estimate.
+func ExpectedRequests(p sim.Params) float64 {
+	return p.Traffic.Factor * float64(p.Limit) * float64(p.Duration) / float64(p.Window)
+}
+
+// costOrder returns the indexes of runs, the most expensive first, so that
+// parallel workers do not end on one long run.
+func costOrder(runs []Run) []int {
+	idx := make([]int, len(runs))
+	cost := make([]float64, len(runs))
+	for i, r := range runs {
+		idx[i] = i
+		p := r.Params
+		cost[i] = ExpectedRequests(p)
+		if p.Design != "central-log" { // syncs, which the lazy mode skips when idle
+			cost[i] += float64(p.Gateways) * float64(p.Duration) / float64(p.Sync) * 0.2
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return cost[idx[a]] > cost[idx[b]] })
+	return idx
+}

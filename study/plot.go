@@ -1,0 +1,115 @@
+package study
+
+import (
+	"path/filepath"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// series is one named line or point cloud of a chart.
+type series struct {
+	name   string
+	pts    plotter.XYs
+	points bool // scatter only
+	line   bool // line only, no markers (a fitted law)
+	color  int  // index into plotutil's palette
+}
+
+// chart is a plot to draw into a PNG.
+type chart struct {
+	file, title, xlabel, ylabel string
+	logX, logY                  bool
+	xticks                      []float64 // label these x values instead of the default ticks
+	series                      []series
+}
+
+// drawable returns c without the points a log axis cannot show, and
+// whether anything is left to draw.
+func (c chart) drawable() (chart, bool) {
+	out := c
+	out.series = nil
+	any := false
+	for _, s := range c.series {
+		var pts plotter.XYs
+		for _, pt := range s.pts {
+			if (c.logX && pt.X <= 0) || (c.logY && pt.Y <= 0) {
+				continue
+			}
+			pts = append(pts, pt)
+		}
+		s.pts = pts
+		out.series = append(out.series, s)
+		any = any || len(pts) > 0 && !s.line
+	}
+	return out, any
+}
+
+func (c chart) draw(dir string) error {
+	c, ok := c.drawable()
+	if !ok {
+		return nil
+	}
+	p := plot.New()
+	p.Title.Text = c.title
+	p.X.Label.Text = c.xlabel
+	p.Y.Label.Text = c.ylabel
+	if c.logX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	if c.logY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	if len(c.xticks) > 0 {
+		var ticks plot.ConstantTicks
+		for _, x := range c.xticks {
+			ticks = append(ticks, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', -1, 64)})
+		}
+		p.X.Tick.Marker = ticks
+	}
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Legend.Left = true
+	for _, s := range c.series {
+		if len(s.pts) == 0 {
+			continue
+		}
+		col := plotutil.Color(s.color)
+		switch {
+		case s.points:
+			sc, err := plotter.NewScatter(s.pts)
+			if err != nil {
+				return err
+			}
+			sc.Color = col
+			sc.Shape = plotutil.Shape(s.color)
+			p.Add(sc)
+			p.Legend.Add(s.name, sc)
+		case s.line:
+			l, err := plotter.NewLine(s.pts)
+			if err != nil {
+				return err
+			}
+			l.Color = col
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Add(l)
+			if s.name != "" {
+				p.Legend.Add(s.name, l)
+			}
+		default:
+			l, sc, err := plotter.NewLinePoints(s.pts)
+			if err != nil {
+				return err
+			}
+			l.Color, sc.Color, sc.Shape = col, col, plotutil.Shape(s.color)
+			p.Add(l, sc)
+			p.Legend.Add(s.name, l, sc)
+		}
+	}
+	return p.Save(7*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, c.file))
+}

@@ -1,0 +1,511 @@
+package study
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot/plotter"
+
+	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/window"
+)
+
+// Write writes results.csv, summary.json, the plots and report.md into dir.
+func Write(dir string, rows []Row) error {
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, rows); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.csv"), buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return writeReport(dir, rows, true)
+}
+
+// Rebuild rereads dir/results.csv and writes summary.json, the plots and
+// report.md again. It returns the number of runs read.
+func Rebuild(dir string) (int, error) {
+	name := filepath.Join(dir, "results.csv")
+	f, err := os.Open(name)
+	if err != nil {
+		return 0, fmt.Errorf("%w (run fleetlimit study --out %s first)", err, dir)
+	}
+	defer f.Close()
+	rows, err := ReadCSV(f, name)
+	if err != nil {
+		return 0, err
+	}
+	return len(rows), writeReport(dir, rows, true)
+}
+
+// Report is the built report: its Markdown, summary and charts.
+type Report struct {
+	Markdown string
+	Summary  Summary
+	charts   []chart
+}
+
+// Summary is summary.json.
+type Summary struct {
+	Runs      int            `json:"runs"`
+	Requests  int64          `json:"simulated_requests"`
+	Parts     map[string]int `json:"runs_per_part"`
+	FloodLaw  *Fit           `json:"flood_law_shared_counter,omitempty"`
+	Scenarios []scenario     `json:"scenarios"`
+}
+
+type scenario struct {
+	Part         string  `json:"part"`
+	Design       string  `json:"design"`
+	Gateways     int     `json:"gateways"`
+	Sync         string  `json:"sync"`
+	Limit        int     `json:"limit"`
+	WindowKind   string  `json:"window_kind"`
+	Traffic      string  `json:"traffic"`
+	Routing      string  `json:"routing"`
+	Seeds        int     `json:"seeds"`
+	AdmittedX    float64 `json:"admitted_x"`
+	WorstWindowX float64 `json:"worst_window_x"`
+	WorstFixedX  float64 `json:"worst_fixed_window_x"`
+	RejectedPct  float64 `json:"rejected_pct"`
+	RoundTripPct float64 `json:"round_trip_pct"`
+	StrandedX    float64 `json:"stranded_x"`
+}
+
+func writeReport(dir string, rows []Row, plots bool) error {
+	rep := Build(rows)
+	if plots {
+		for _, c := range rep.charts {
+			if err := c.draw(dir); err != nil {
+				return fmt.Errorf("plot %s: %w", c.file, err)
+			}
+		}
+	}
+	js, err := json.MarshalIndent(rep.Summary, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "summary.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(rep.Markdown), 0o644)
+}
+
+// reference values the report's tables are taken at.
+const (
+	refK       = 8
+	refSync    = time.Second
+	refHonest  = "steady:0.8"
+	refPage    = "pageload:0.8"
+	quietLimit = 100
+	refWindow  = time.Minute
+)
+
+// Build builds the report from rows. It is pure: the same rows give the
+// same report, byte for byte.
+func Build(rows []Row) Report {
+	t := aggregate(rows)
+	var b strings.Builder
+	rep := Report{}
+	sum := Summary{Runs: len(rows), Parts: map[string]int{}}
+	for _, r := range rows {
+		sum.Requests += r.Requests
+		sum.Parts[r.Part]++
+	}
+	for _, c := range t.sortedCells() {
+		m := t[c]
+		sum.Scenarios = append(sum.Scenarios, scenario{c.Part, c.Design, c.Gateways, c.Sync.String(), c.Limit,
+			c.Kind.String(), c.Traffic, c.Routing.String(), m.Seeds, m.AdmittedX, m.WorstWindowX, m.WorstFixedWindow,
+			m.RejectedPct, m.RoundTripPct, m.StrandedX})
+	}
+	designs := presentDesigns(rows)
+
+	fmt.Fprintf(&b, "# fleetlimit study report\n\n")
+	fmt.Fprintf(&b, "%d runs, %d simulated requests (%s). Every figure below is a mean over the seeds of one scenario in `results.csv`; "+
+		"`admitted_x` and `worst_window_x` are multiples of L, percentages are of requests. A `–` marks a scenario that was not run.\n\n",
+		len(rows), sum.Requests, partsLine(sum.Parts))
+
+	// Floods at K = 8, Δ = 1 s.
+	floods := presentFloods(rows)
+	fmt.Fprintf(&b, "## Floods\n\n### admitted_x by design and flood rate (K = %d, Δ = %v, even routing)\n\n", refK, refSync)
+	head := []string{"design"}
+	for _, m := range floods {
+		head = append(head, "flood:"+ff(m))
+	}
+	var tbl [][]string
+	var k8 []series
+	for i, d := range designs {
+		row := []string{d}
+		var pts plotter.XYs
+		for _, m := range floods {
+			c := Cell{PartFlood, d, refK, refSync, quietLimit, refWindow, window.Sliding, floodSpec(m), sim.Even}
+			row = append(row, t.fmt(c, func(m Mean) string { return fmt.Sprintf("%.3f", m.AdmittedX) }))
+			if v, ok := t[c]; ok {
+				pts = append(pts, plotter.XY{X: m, Y: v.AdmittedX})
+			}
+		}
+		tbl = append(tbl, row)
+		k8 = append(k8, series{name: d, pts: pts, color: i})
+	}
+	writeTable(&b, head, tbl)
+	rep.addChart(&b, "admitted under floods", chart{file: "floods_k8.png", title: fmt.Sprintf("Floods, K = %d, Δ = %v", refK, refSync),
+		xlabel: "flood rate M (x L per window)", ylabel: "admitted_x (x L)", logX: true, logY: true, series: k8, xticks: floods})
+
+	// The flood law.
+	fit, lawChart, lawText := floodLaw(t)
+	if fit != nil {
+		sum.FloodLaw = fit
+		b.WriteString(lawText)
+		rep.addChart(&b, "the flood law", lawChart)
+	}
+	b.WriteString(plateaus(t, designs))
+
+	// Honest cost.
+	fmt.Fprintf(&b, "## Honest cost\n\n### rejected_pct [worst_window_x] by design and K (%s, uneven routing, Δ = %v)\n\n", refHonest, refSync)
+	ks := presentInts(rows, func(r Row) (int, bool) { return r.Params.Gateways, r.Part == PartHonest })
+	honest := func(d string, k int, sync time.Duration, tr string) Cell {
+		return Cell{PartHonest, d, k, sync, quietLimit, refWindow, window.Sliding, tr, sim.Uneven}
+	}
+	costCell := func(m Mean) string { return fmt.Sprintf("%.3f [%.2f]", m.RejectedPct, m.WorstWindowX) }
+	head = []string{"design"}
+	for _, k := range ks {
+		head = append(head, fmt.Sprintf("K=%d", k))
+	}
+	tbl = nil
+	var byK []series
+	for i, d := range designs {
+		row := []string{d}
+		var pts plotter.XYs
+		for _, k := range ks {
+			c := honest(d, k, refSync, refHonest)
+			row = append(row, t.fmt(c, costCell))
+			if v, ok := t[c]; ok {
+				pts = append(pts, plotter.XY{X: float64(k), Y: v.RejectedPct})
+			}
+		}
+		tbl = append(tbl, row)
+		byK = append(byK, series{name: d, pts: pts, color: i})
+	}
+	writeTable(&b, head, tbl)
+	rep.addChart(&b, "honest rejections by K", chart{file: "honest_k.png", title: fmt.Sprintf("Honest %s, uneven, Δ = %v", refHonest, refSync),
+		xlabel: "gateways K", ylabel: "rejected honest requests (%)", logX: true, series: byK, xticks: floats(ks)})
+
+	syncs := presentDurations(rows, PartHonest)
+	fmt.Fprintf(&b, "### rejected_pct [worst_window_x] by design and Δ (%s, uneven routing, K = %d)\n\n", refHonest, refK)
+	head = []string{"design"}
+	for _, s := range syncs {
+		head = append(head, "Δ="+s.String())
+	}
+	tbl = nil
+	var bySync []series
+	for i, d := range designs {
+		row := []string{d}
+		var pts plotter.XYs
+		for _, s := range syncs {
+			c := honest(d, refK, s, refHonest)
+			row = append(row, t.fmt(c, costCell))
+			if v, ok := t[c]; ok {
+				pts = append(pts, plotter.XY{X: s.Seconds(), Y: v.RejectedPct})
+			}
+		}
+		tbl = append(tbl, row)
+		bySync = append(bySync, series{name: d, pts: pts, color: i})
+	}
+	writeTable(&b, head, tbl)
+	rep.addChart(&b, "honest rejections by Δ", chart{file: "honest_sync.png", title: fmt.Sprintf("Honest %s, uneven, K = %d", refHonest, refK),
+		xlabel: "sync interval Δ (s)", ylabel: "rejected honest requests (%)", logX: true, series: bySync, xticks: seconds(syncs)})
+
+	fmt.Fprintf(&b, "### Page loads: rejected_pct [worst_window_x] by design and K (%s, uneven routing, Δ = %v)\n\n", refPage, refSync)
+	head = []string{"design"}
+	for _, k := range ks {
+		head = append(head, fmt.Sprintf("K=%d", k))
+	}
+	tbl = nil
+	for _, d := range designs {
+		row := []string{d}
+		for _, k := range ks {
+			row = append(row, t.fmt(honest(d, k, refSync, refPage), costCell))
+		}
+		tbl = append(tbl, row)
+	}
+	writeTable(&b, head, tbl)
+
+	// Leases: quiet key against busy key.
+	fmt.Fprintf(&b, "\n## Leases: quiet key against busy key (%s, uneven routing, Δ = %v)\n\n", refHonest, refSync)
+	fmt.Fprintf(&b, "stranded_x is the lease slots held unused by the gateways, time-averaged, as a multiple of L.\n\n")
+	busyKs := presentInts(rows, func(r Row) (int, bool) { return r.Params.Gateways, r.Part == PartBusy })
+	head = []string{"design", "key", "K", "stranded_x", "round_trip_pct", "rejected_pct", "worst_window_x"}
+	tbl = nil
+	for _, d := range []string{"lease", "lease-ask"} {
+		for _, key := range []struct {
+			name  string
+			part  string
+			limit int
+		}{{"quiet (L=100)", PartHonest, quietLimit}, {"busy (L=10000)", PartBusy, BusyLimit}} {
+			for _, k := range busyKs {
+				c := Cell{key.part, d, k, refSync, key.limit, refWindow, window.Sliding, refHonest, sim.Uneven}
+				m, ok := t[c]
+				if !ok {
+					tbl = append(tbl, []string{d, key.name, fmt.Sprint(k), "–", "–", "–", "–"})
+					continue
+				}
+				tbl = append(tbl, []string{d, key.name, fmt.Sprint(k), fmt.Sprintf("%.3f", m.StrandedX),
+					fmt.Sprintf("%.2f", m.RoundTripPct), fmt.Sprintf("%.3f", m.RejectedPct), fmt.Sprintf("%.3f", m.WorstWindowX)})
+			}
+		}
+	}
+	writeTable(&b, head, tbl)
+
+	// Sliding against fixed.
+	fmt.Fprintf(&b, "\n## Sliding against fixed window under floods (shared-counter, K = %d, Δ = %v)\n\n", refK, refSync)
+	head = []string{"flood", "sliding admitted_x", "fixed admitted_x", "sliding worst_window_x", "fixed worst_window_x", "fixed worst fixed window"}
+	tbl = nil
+	var sl, fx plotter.XYs
+	for _, m := range floods {
+		s, okS := t[Cell{PartFlood, "shared-counter", refK, refSync, quietLimit, refWindow, window.Sliding, floodSpec(m), sim.Even}]
+		f, okF := t[Cell{PartFixed, "shared-counter", refK, refSync, quietLimit, refWindow, window.Fixed, floodSpec(m), sim.Even}]
+		row := []string{"flood:" + ff(m), "–", "–", "–", "–", "–"}
+		if okS {
+			row[1], row[3] = fmt.Sprintf("%.3f", s.AdmittedX), fmt.Sprintf("%.3f", s.WorstWindowX)
+			sl = append(sl, plotter.XY{X: m, Y: s.AdmittedX})
+		}
+		if okF {
+			row[2], row[4], row[5] = fmt.Sprintf("%.3f", f.AdmittedX), fmt.Sprintf("%.3f", f.WorstWindowX), fmt.Sprintf("%.3f", f.WorstFixedWindow)
+			fx = append(fx, plotter.XY{X: m, Y: f.AdmittedX})
+		}
+		tbl = append(tbl, row)
+	}
+	writeTable(&b, head, tbl)
+	rep.addChart(&b, "sliding against fixed", chart{file: "fixed_vs_sliding.png", title: fmt.Sprintf("shared-counter, K = %d, Δ = %v", refK, refSync),
+		xlabel: "flood rate M", ylabel: "admitted_x (x L)", logX: true, xticks: floods,
+		series: []series{{name: "sliding window", pts: sl, color: 0}, {name: "fixed window", pts: fx, color: 1}}})
+
+	rep.Markdown = b.String()
+	rep.Summary = sum
+	return rep
+}
+
+// floodLaw checks lawShared against every shared-counter flood cell.
+func floodLaw(t table) (*Fit, chart, string) {
+	type pt struct {
+		k    int
+		x, y float64
+		c    Cell
+	}
+	var pts []pt
+	for _, c := range t.sortedCells() {
+		if c.Part == PartFlood && c.Design == "shared-counter" && c.Routing == sim.Even {
+			tr, _ := sim.ParseTraffic(c.Traffic)
+			pts = append(pts, pt{c.Gateways, floodX(tr.Factor, c.Sync, c.Window), t[c].AdmittedX, c})
+		}
+	}
+	if len(pts) == 0 {
+		return nil, chart{}, ""
+	}
+	fit := &Fit{Law: "admitted_x = 1 + (K-1)(1 - exp(-x/(K-1)))", Points: len(pts), FreeParams: 0,
+		Description: "x = M x Δ / W, the flood arriving in one sync interval, in units of L"}
+	var sq float64
+	byK := map[int]plotter.XYs{}
+	for _, p := range pts {
+		e := (p.y - lawShared(p.x, p.k)) / p.y
+		sq += e * e
+		if math.Abs(e) > math.Abs(fit.MaxRelErr) {
+			fit.MaxRelErr = e
+			fit.WorstPoint = fmt.Sprintf("K=%d Δ=%v %s: %.3f measured, %.3f by the law", p.k, p.c.Sync, p.c.Traffic, p.y, lawShared(p.x, p.k))
+		}
+		byK[p.k] = append(byK[p.k], plotter.XY{X: p.x, Y: p.y})
+	}
+	fit.RMSRelErr = math.Sqrt(sq / float64(len(pts)))
+	ch := chart{file: "flood_law.png", title: "shared-counter under even floods, every K and Δ",
+		xlabel: "x = flood per sync interval (x L)", ylabel: "admitted_x (x L)", logX: true, logY: true}
+	var ks []int
+	for k := range byK {
+		ks = append(ks, k)
+	}
+	sort.Ints(ks)
+	for i, k := range ks {
+		sort.Slice(byK[k], func(a, b int) bool { return byK[k][a].X < byK[k][b].X })
+		ch.series = append(ch.series, series{name: fmt.Sprintf("K=%d", k), pts: byK[k], points: true, color: i})
+		var law plotter.XYs
+		lo, hi := byK[k][0].X, byK[k][len(byK[k])-1].X
+		for j := 0; j <= 60; j++ {
+			x := lo * math.Pow(hi/lo, float64(j)/60)
+			law = append(law, plotter.XY{X: x, Y: lawShared(x, k)})
+		}
+		ch.series = append(ch.series, series{pts: law, line: true, color: i})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "### admitted_x against x, the flood per sync interval (shared-counter, every K and Δ)\n\n")
+	fmt.Fprintf(&b, "Law (no free parameter): `%s`, with %s. Until the gateways hear of each other, every request of one sync interval "+
+		"gets through (1 + x); no fleet can pass K x L, since each gateway alone stops at L.\n\n", fit.Law, fit.Description)
+	fmt.Fprintf(&b, "Fit over %d scenarios: RMS relative error %.1f%%, worst %.1f%% (%s).\n\n", fit.Points, 100*fit.RMSRelErr, 100*fit.MaxRelErr, fit.WorstPoint)
+	return fit, ch, b.String()
+}
+
+// plateaus tabulates, per design and K, admitted_x at the heaviest flood and
+// longest Δ present: the ceiling each design reaches.
+func plateaus(t table, designs []string) string {
+	var top float64
+	var topSync time.Duration
+	for c := range t {
+		if c.Part == PartFlood {
+			tr, _ := sim.ParseTraffic(c.Traffic)
+			top, topSync = math.Max(top, tr.Factor), max(topSync, c.Sync)
+		}
+	}
+	if top == 0 {
+		return ""
+	}
+	var ks []int
+	seen := map[int]bool{}
+	for c := range t {
+		if c.Part == PartFlood && !seen[c.Gateways] {
+			seen[c.Gateways] = true
+			ks = append(ks, c.Gateways)
+		}
+	}
+	sort.Ints(ks)
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Ceilings: admitted_x at flood:%s, Δ = %v, by design and K\n\n", ff(top), topSync)
+	head := []string{"design"}
+	for _, k := range ks {
+		head = append(head, fmt.Sprintf("K=%d", k))
+	}
+	var tbl [][]string
+	for _, d := range designs {
+		row := []string{d}
+		for _, k := range ks {
+			row = append(row, t.fmt(Cell{PartFlood, d, k, topSync, quietLimit, refWindow, window.Sliding, floodSpec(top), sim.Even},
+				func(m Mean) string { return fmt.Sprintf("%.3f", m.AdmittedX) }))
+		}
+		tbl = append(tbl, row)
+	}
+	writeTable(&b, head, tbl)
+	b.WriteString("\n")
+	return b.String()
+}
+
+func (t table) fmt(c Cell, f func(Mean) string) string {
+	m, ok := t[c]
+	if !ok {
+		return "–"
+	}
+	return f(m)
+}
+
+func floodSpec(m float64) string { return sim.Traffic{Kind: sim.Flood, Factor: m}.String() }
+
+func writeTable(b *strings.Builder, head []string, rows [][]string) {
+	b.WriteString("| " + strings.Join(head, " | ") + " |\n|")
+	for range head {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+}
+
+func partsLine(parts map[string]int) string {
+	var names []string
+	for _, p := range []string{PartHonest, PartFlood, PartBusy, PartFixed} {
+		if parts[p] > 0 {
+			names = append(names, fmt.Sprintf("%d %s", parts[p], p))
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+func presentDesigns(rows []Row) []string {
+	have := map[string]bool{}
+	for _, r := range rows {
+		have[r.Params.Design] = true
+	}
+	var out []string
+	for _, d := range design.Names() {
+		if have[d] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func presentFloods(rows []Row) []float64 {
+	have := map[float64]bool{}
+	for _, r := range rows {
+		if r.Params.Traffic.Kind == sim.Flood {
+			have[r.Params.Traffic.Factor] = true
+		}
+	}
+	var out []float64
+	for m := range have {
+		out = append(out, m)
+	}
+	sort.Float64s(out)
+	return out
+}
+
+func presentInts(rows []Row, f func(Row) (int, bool)) []int {
+	have := map[int]bool{}
+	for _, r := range rows {
+		if v, ok := f(r); ok {
+			have[v] = true
+		}
+	}
+	var out []int
+	for v := range have {
+		out = append(out, v)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func presentDurations(rows []Row, part string) []time.Duration {
+	have := map[time.Duration]bool{}
+	for _, r := range rows {
+		if r.Part == part {
+			have[r.Params.Sync] = true
+		}
+	}
+	var out []time.Duration
+	for v := range have {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func floats(v []int) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+func seconds(v []time.Duration) []float64 {
+	out := make([]float64, len(v))
+	for i, d := range v {
+		out[i] = d.Seconds()
+	}
+	return out
+}
+
+// addChart keeps c for drawing and links it from the report, or says that
+// these results hold no data for it.
+func (r *Report) addChart(b *strings.Builder, alt string, c chart) {
+	if _, ok := c.drawable(); !ok {
+		fmt.Fprintf(b, "\n(No data for the plot %q in these results.)\n\n", alt)
+		return
+	}
+	r.charts = append(r.charts, c)
+	fmt.Fprintf(b, "\n![%s](%s)\n\n", alt, c.file)
+}

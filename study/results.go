@@ -1,0 +1,170 @@
+package study
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/sweep"
+	"github.com/fleetlimit/fleetlimit/window"
+)
+
+// Row is one finished run: its part and its result (which holds its Params).
+type Row struct {
+	Part string
+	sim.Result
+}
+
+// Options tune Execute.
+type Options struct {
+	Workers  int            // 0: one per core
+	Progress func(done int) // called after each finished run
+}
+
+// Execute runs the given runs in parallel and returns the finished ones in
+// the order given. When ctx is cancelled it returns what finished, and
+// complete is false.
+func Execute(ctx context.Context, runs []Run, opt Options) (rows []Row, complete bool, err error) {
+	order := costOrder(runs)
+	params := make([]sim.Params, len(runs))
+	for j, i := range order {
+		params[j] = runs[i].Params
+	}
+	out := sweep.Run(ctx, params, sweep.Options{Workers: opt.Workers, Progress: opt.Progress})
+	byRun := make([]sweep.Outcome, len(runs))
+	for j, i := range order {
+		byRun[i] = out[j]
+	}
+	complete = true
+	for i, o := range byRun {
+		switch {
+		case o.Err != nil:
+			return nil, false, fmt.Errorf("run %v: %w", runs[i].Params, o.Err)
+		case !o.Done:
+			complete = false
+		default:
+			rows = append(rows, Row{Part: runs[i].Part, Result: o.Result})
+		}
+	}
+	return rows, complete, nil
+}
+
+var header = []string{"part", "design", "gateways", "sync", "limit", "window", "window_kind", "traffic", "routing",
+	"duration", "aligned_sync", "seed", "requests", "admitted", "rejected", "round_trips", "syncs",
+	"admitted_x", "worst_window_x", "worst_fixed_window_x", "rejected_pct", "round_trip_pct", "stranded_x"}
+
+func ff(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// WriteCSV writes rows as results.csv: a header, then one row per run.
+func WriteCSV(w io.Writer, rows []Row) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(header); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		p := r.Params
+		rec := []string{r.Part, p.Design, strconv.Itoa(p.Gateways), p.Sync.String(), strconv.Itoa(p.Limit),
+			p.Window.String(), p.WindowKind.String(), p.Traffic.String(), p.Routing.String(), p.Duration.String(),
+			strconv.FormatBool(p.AlignedSync), strconv.FormatUint(p.Seed, 10),
+			strconv.FormatInt(r.Requests, 10), strconv.FormatInt(r.Admitted, 10), strconv.FormatInt(r.Rejected, 10),
+			strconv.FormatInt(r.RoundTrips, 10), strconv.FormatInt(r.Syncs, 10),
+			ff(r.AdmittedX), ff(r.WorstWindowX), ff(r.WorstFixedWindowX), ff(r.RejectedPct), ff(r.RoundTripPct), ff(r.StrandedX)}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// ReadCSV reads what WriteCSV wrote. name is used in error messages.
+func ReadCSV(r io.Reader, name string) ([]Row, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = len(header)
+	head, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	for i, h := range header {
+		if head[i] != h {
+			return nil, fmt.Errorf("%s: column %d is %q, want %q: not a fleetlimit results file", name, i+1, head[i], h)
+		}
+	}
+	var rows []Row
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		row, err := parseRow(rec)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		rows = append(rows, row)
+	}
+}
+
+func parseRow(rec []string) (Row, error) {
+	var (
+		r    Row
+		errs []error
+	)
+	atoi := func(s string) int {
+		n, err := strconv.Atoi(s)
+		errs = append(errs, err)
+		return n
+	}
+	i64 := func(s string) int64 {
+		n, err := strconv.ParseInt(s, 10, 64)
+		errs = append(errs, err)
+		return n
+	}
+	f64 := func(s string) float64 {
+		x, err := strconv.ParseFloat(s, 64)
+		errs = append(errs, err)
+		return x
+	}
+	dur := func(s string) time.Duration {
+		d, err := time.ParseDuration(s)
+		errs = append(errs, err)
+		return d
+	}
+	p := &r.Params
+	r.Part, p.Design, p.Gateways, p.Sync, p.Limit, p.Window = rec[0], rec[1], atoi(rec[2]), dur(rec[3]), atoi(rec[4]), dur(rec[5])
+	var err error
+	p.WindowKind, err = window.ParseKind(rec[6])
+	errs = append(errs, err)
+	p.Traffic, err = sim.ParseTraffic(rec[7])
+	errs = append(errs, err)
+	p.Routing, err = sim.ParseRouting(rec[8])
+	errs = append(errs, err)
+	p.Duration = dur(rec[9])
+	p.AlignedSync, err = strconv.ParseBool(rec[10])
+	errs = append(errs, err)
+	p.Seed, err = strconv.ParseUint(rec[11], 10, 64)
+	errs = append(errs, err)
+	r.Requests, r.Admitted, r.Rejected, r.RoundTrips, r.Syncs = i64(rec[12]), i64(rec[13]), i64(rec[14]), i64(rec[15]), i64(rec[16])
+	r.AdmittedX, r.WorstWindowX, r.WorstFixedWindowX = f64(rec[17]), f64(rec[18]), f64(rec[19])
+	r.RejectedPct, r.RoundTripPct, r.StrandedX = f64(rec[20]), f64(rec[21]), f64(rec[22])
+	for _, e := range errs {
+		if e != nil {
+			return Row{}, e
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return Row{}, err
+	}
+	switch r.Part {
+	case PartHonest, PartFlood, PartBusy, PartFixed:
+	default:
+		return Row{}, fmt.Errorf("part %q: want %s, %s, %s or %s", r.Part, PartHonest, PartFlood, PartBusy, PartFixed)
+	}
+	return r, nil
+}

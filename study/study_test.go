@@ -1,0 +1,176 @@
+package study
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+func TestGridRunCount(t *testing.T) {
+	runs := Grid()
+	parts := map[string]int{}
+	for _, r := range runs {
+		parts[r.Part]++
+		if err := r.Params.Validate(); err != nil {
+			t.Fatalf("%v: %v", r.Params, err)
+		}
+	}
+	// designs x K x Δ x traffic x routing x seeds, as the study lays out.
+	want := map[string]int{
+		PartHonest: 7 * 5 * 5 * 5 * 2 * 5,
+		PartFlood:  7 * 5 * 5 * 7 * 3,
+		PartFixed:  1 * 5 * 5 * 7 * 3,
+		PartBusy:   7 * 3 * 3 * 2 * 2 * 3,
+	}
+	for p, n := range want {
+		if parts[p] != n {
+			t.Errorf("%s: %d runs, want %d", p, parts[p], n)
+		}
+	}
+	if len(runs) != 13706 {
+		t.Errorf("grid has %d runs, want 13706", len(runs))
+	}
+	seen := map[string]bool{}
+	for _, r := range runs {
+		key := r.Part + " " + r.Params.String()
+		if seen[key] {
+			t.Fatalf("run twice: %s", key)
+		}
+		seen[key] = true
+	}
+}
+
+func TestFilter(t *testing.T) {
+	f, err := ParseFilter("design=lease,split k=8; sync=1s traffic=flood")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := f.Select(Grid())
+	if len(runs) != 2*7*3 {
+		t.Fatalf("%d runs, want 42", len(runs))
+	}
+	for _, r := range runs {
+		p := r.Params
+		if (p.Design != "lease" && p.Design != "split") || p.Gateways != 8 || p.Sync.Seconds() != 1 || r.Part != PartFlood {
+			t.Fatalf("selected %s %v", r.Part, p)
+		}
+	}
+	for _, bad := range []string{"k", "colour=red", "design=magic", "sync=soon"} {
+		if _, err := ParseFilter(bad); err == nil {
+			t.Errorf("ParseFilter(%q) accepted it", bad)
+		}
+	}
+}
+
+// The results do not depend on the number of workers: same results.csv bytes.
+func TestSameResultsAnyWorkers(t *testing.T) {
+	f, _ := ParseFilter("k=2,32 sync=100ms,10s")
+	runs := f.Select(Quick())
+	if len(runs) < 50 {
+		t.Fatalf("only %d runs", len(runs))
+	}
+	var want []byte
+	for _, w := range []int{1, 2, 5} {
+		rows, complete, err := Execute(context.Background(), runs, Options{Workers: w})
+		if err != nil || !complete {
+			t.Fatalf("workers %d: %v, complete %v", w, err, complete)
+		}
+		var b bytes.Buffer
+		if err := WriteCSV(&b, rows); err != nil {
+			t.Fatal(err)
+		}
+		if want == nil {
+			want = b.Bytes()
+			continue
+		}
+		if !bytes.Equal(b.Bytes(), want) {
+			t.Fatalf("%d workers wrote other results.csv bytes than 1 worker", w)
+		}
+	}
+}
+
+func TestCSVRoundTrip(t *testing.T) {
+	src, err := os.ReadFile("testdata/results.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ReadCSV(bytes.NewReader(src), "testdata/results.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteCSV(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b.Bytes(), src) {
+		t.Fatal("reading and writing results.csv changed it")
+	}
+	for _, bad := range []string{"part,design\nx,y\n", strings.Replace(string(src), "shared-counter", "magic", 1)} {
+		if _, err := ReadCSV(strings.NewReader(bad), "bad.csv"); err == nil {
+			t.Errorf("ReadCSV accepted a bad file")
+		}
+	}
+}
+
+// The report built from a fixed results file matches the golden report.
+func TestReportGolden(t *testing.T) {
+	f, err := os.Open("testdata/results.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := ReadCSV(f, "testdata/results.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Build(rows)
+	js, _ := json.MarshalIndent(rep.Summary, "", "  ")
+	for name, got := range map[string][]byte{"report.md.golden": []byte(rep.Markdown), "summary.json.golden": append(js, '\n')} {
+		path := filepath.Join("testdata", name)
+		if *update {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run go test ./study -update to create it)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the report built now; if the change is intended, run go test ./study -update and review the diff", path)
+		}
+	}
+}
+
+// Rebuild writes the report and plots from results.csv alone.
+func TestRebuild(t *testing.T) {
+	dir := t.TempDir()
+	src, _ := os.ReadFile("testdata/results.csv")
+	if err := os.WriteFile(filepath.Join(dir, "results.csv"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, err := Rebuild(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no rows")
+	}
+	for _, f := range []string{"report.md", "summary.json", "flood_law.png", "floods_k8.png", "honest_k.png", "honest_sync.png", "fixed_vs_sliding.png"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if _, err := Rebuild(t.TempDir()); err == nil {
+		t.Error("Rebuild of an empty directory succeeded")
+	}
+}
