@@ -1,6 +1,10 @@
 package design
 
-import "github.com/fleetlimit/fleetlimit/store"
+import (
+	"math"
+
+	"github.com/fleetlimit/fleetlimit/store"
+)
 
 func init() {
 	register(Info{
@@ -43,6 +47,7 @@ type counter struct {
 	limit float64
 
 	count  int     // store count at the last sync
+	syncAt int64   // time of the last sync
 	exp    []int64 // stamps of count that leave the window soon, ascending
 	expOut int     // how many of exp have left
 
@@ -100,15 +105,17 @@ func (c *counter) Decide(now int64, n int) (Decision, Query) {
 func (c *counter) Resume(now int64, n int, q Query, a Answer) Decision { return Reject }
 
 func (c *counter) SyncPush(now int64) store.Push {
+	admits, seq := c.pend.push()
 	return store.Push{
 		Gateway: c.cfg.Gateway,
-		Admits:  c.pend.push(),
+		Admits:  admits,
+		Seq:     seq,
 		Horizon: HorizonSyncs * int64(c.cfg.Sync),
 	}
 }
 
 func (c *counter) SyncPull(now int64, p store.Pull) {
-	c.count = p.Count
+	c.count, c.syncAt = p.Count, now
 	c.exp = append(c.exp[:0], p.Expiring...)
 	c.expOut = 0
 	c.pend.settle()
@@ -138,3 +145,38 @@ func (c *counter) Skip(n int) {}
 
 // PullsView is true: the view comes from the last pull.
 func (c *counter) PullsView() bool { return true }
+
+// Record counts n admits the driver made on its own.
+func (c *counter) Record(now int64, n int) { c.pend.add(now, n) }
+
+// View returns the admits left by this design's rule and the next time a
+// stamp it counts leaves the window (or, when it knows of none, the end of
+// its ageing horizon, by which a sync will have told it more).
+func (c *counter) View(now int64) (int, int64) {
+	lo := c.cfg.Window.Lo(now)
+	known, own := c.known(lo), c.own(lo)
+	left := c.cfg.Limit - known
+	var rem int
+	switch c.mode {
+	case modeShared:
+		rem = left - own
+	case modeExtrapolate:
+		rem = (left+c.cfg.Gateways-1)/c.cfg.Gateways - own
+	default:
+		rem = int(math.Ceil(float64(left)*c.share)) - own
+	}
+	oldest := int64(math.MaxInt64)
+	if c.expOut < len(c.exp) {
+		oldest = c.exp[c.expOut]
+	}
+	if c.ownLo < len(c.pend.stamps) {
+		oldest = min(oldest, c.pend.stamps[c.ownLo])
+	}
+	reset := c.syncAt + HorizonSyncs*int64(c.cfg.Sync)
+	if oldest != math.MaxInt64 {
+		reset = c.cfg.Window.Reset(now, oldest)
+	} else if known == 0 {
+		reset = now
+	}
+	return max(rem, 0), reset
+}

@@ -63,6 +63,7 @@ type Query struct {
 // Answer is the store's reply to a Query.
 type Answer struct {
 	Admit   bool // QueryCentral: the store admitted and logged the request
+	Count   int  // QueryCentral: the store's count in the window afterwards
 	Granted int  // QueryGrant: slots granted
 }
 
@@ -84,6 +85,14 @@ type Gateway interface {
 	// Held returns the lease slots this gateway holds unused (0 outside
 	// the lease designs).
 	Held() int
+	// Record notes n requests at now that the driver admitted on its own
+	// (a fallback while the store is unreachable), so that the store
+	// learns of them at the next sync and the design counts them.
+	Record(now int64, n int)
+	// View returns how many more requests this gateway would admit at now
+	// as it sees the key, and the time its view next frees budget; 0 when
+	// the design cannot tell (it learns at its next sync or round trip).
+	View(now int64) (remaining int, reset int64)
 }
 
 // Config is what every design is built from.

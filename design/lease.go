@@ -91,7 +91,8 @@ func (l *lease) SyncPush(now int64) store.Push {
 	if l.ask && l.last == 0 {
 		ask = 0
 	}
-	p := store.Push{Gateway: l.cfg.Gateway, Admits: l.pend.push(), Return: l.grant, Ask: ask}
+	admits, seq := l.pend.push()
+	p := store.Push{Gateway: l.cfg.Gateway, Admits: admits, Seq: seq, Return: l.grant, Ask: ask}
 	l.grant = 0 // handed back; a new grant comes with the pull
 	return p
 }
@@ -161,3 +162,10 @@ func (l *lease) Skip(n int) {
 
 // PullsView is false: a lease's state is its own.
 func (l *lease) PullsView() bool { return false }
+
+// Record counts n admits the driver made on its own: they reach the store as
+// stamps at the next sync.
+func (l *lease) Record(now int64, n int) { l.pend.add(now, n) }
+
+// View returns the slots held; more come only with a sync or round trip.
+func (l *lease) View(now int64) (int, int64) { return l.grant, 0 }

@@ -6,6 +6,7 @@ package design
 type pending struct {
 	stamps []int64
 	pushed int
+	acked  uint64 // admits the store has acknowledged, for Push.Seq
 }
 
 func (p *pending) add(now int64, n int) {
@@ -14,12 +15,15 @@ func (p *pending) add(now int64, n int) {
 	}
 }
 
-func (p *pending) push() []int64 {
+// push returns the stamps to push and the sequence number of the first.
+func (p *pending) push() ([]int64, uint64) {
 	p.pushed = len(p.stamps)
-	return p.stamps[:p.pushed]
+	return p.stamps[:p.pushed], p.acked + 1
 }
 
+// settle drops the stamps the store acknowledged with the last pull.
 func (p *pending) settle() {
+	p.acked += uint64(p.pushed)
 	n := copy(p.stamps, p.stamps[p.pushed:])
 	p.stamps = p.stamps[:n]
 	p.pushed = 0

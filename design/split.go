@@ -38,7 +38,8 @@ func (s *split) Decide(now int64, n int) (Decision, Query) {
 func (s *split) Resume(now int64, n int, q Query, a Answer) Decision { return Reject }
 
 func (s *split) SyncPush(now int64) store.Push {
-	return store.Push{Gateway: s.cfg.Gateway, Admits: s.pend.push()}
+	admits, seq := s.pend.push()
+	return store.Push{Gateway: s.cfg.Gateway, Admits: admits, Seq: seq}
 }
 
 func (s *split) SyncPull(now int64, p store.Pull) { s.pend.settle() }
@@ -57,3 +58,19 @@ func (s *split) Skip(n int) {}
 
 // PullsView is false: split ignores what it pulls.
 func (s *split) PullsView() bool { return false }
+
+// Record counts n admits the driver made on its own.
+func (s *split) Record(now int64, n int) {
+	s.log.Allow(now, n)
+	s.pend.add(now, n)
+}
+
+// View returns what is left of this gateway's quota and when its oldest
+// admit leaves the window.
+func (s *split) View(now int64) (int, int64) {
+	used := s.log.Count(now)
+	if oldest, ok := s.log.Oldest(); ok {
+		return s.log.Limit() - used, s.cfg.Window.Reset(now, oldest)
+	}
+	return s.log.Limit(), now
+}

@@ -63,7 +63,7 @@ func (tl timeline) run(t *testing.T) {
 				var a design.Answer
 				switch q.Kind {
 				case design.QueryCentral:
-					a.Admit = key.Central(now, st.gw, q.N)
+					a.Admit, a.Count = key.Central(now, st.gw, q.N)
 				case design.QueryGrant:
 					a.Granted = key.Grant(now, st.gw, q.N)
 				default:

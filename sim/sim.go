@@ -243,7 +243,7 @@ func (r *runner) decide(t int64, g int) {
 		var a design.Answer
 		switch q.Kind {
 		case design.QueryCentral:
-			a.Admit = r.key.Central(t, g, q.N)
+			a.Admit, a.Count = r.key.Central(t, g, q.N)
 		case design.QueryGrant:
 			a.Granted = r.key.Grant(t, g, q.N)
 		}

@@ -7,6 +7,12 @@
 // The package holds types only; it never reads a clock or does I/O.
 package store
 
+import (
+	"context"
+
+	"github.com/fleetlimit/fleetlimit/window"
+)
+
 // Push is what a gateway sends the store at a sync.
 type Push struct {
 	// Gateway is the index of the sending gateway, 0 <= Gateway < K.
@@ -15,6 +21,11 @@ type Push struct {
 	// in non-decreasing order. The store copies them; the slice stays the
 	// gateway's.
 	Admits []int64
+	// Seq numbers Admits[0] among all this gateway's admits for the key,
+	// from 1; the rest follow on. The store skips admits it has already
+	// applied, so a retried push never counts an admit twice. 0 turns the
+	// check off.
+	Seq uint64
 	// Return is the number of granted slots handed back unused (leases).
 	Return int
 	// Ask is the number of slots asked for the next interval (leases).
@@ -37,4 +48,35 @@ type Pull struct {
 	Expiring []int64
 	// Granted is the number of lease slots granted until the next sync.
 	Granted int
+}
+
+// Key names a rate-limited key and its limit: everything a store needs to
+// know about it.
+type Key struct {
+	Name   string
+	Limit  int
+	Window window.Spec
+}
+
+// SyncItem is one key's part of a batched sync: the gateway fills Key and
+// Push, the store fills Pull (whose Expiring then belongs to the caller).
+type SyncItem struct {
+	Key  Key
+	Push Push
+	Pull Pull
+}
+
+// Backend is a central store for many keys: the embedded memstore or Redis.
+// Times are the gateway's nanoseconds. A Backend is safe for concurrent use.
+type Backend interface {
+	// Sync applies every item's Push and fills its Pull, as one batch.
+	Sync(ctx context.Context, now int64, items []SyncItem) error
+	// Central is the central check of n requests from gateway gw: it
+	// admits and logs them if the window then holds at most the limit
+	// (outstanding lease slots counting as used), and returns the count
+	// in the window afterwards.
+	Central(ctx context.Context, now int64, key Key, gw, n int) (admitted bool, count int, err error)
+	// Grant grants gateway gw up to n more lease slots, as many as the
+	// limit allows.
+	Grant(ctx context.Context, now int64, key Key, gw, n int) (int, error)
 }

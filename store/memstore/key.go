@@ -31,6 +31,7 @@ type Key struct {
 
 	out      []int // per gateway: lease slots granted and not yet settled
 	outTotal int
+	applied  []uint64 // per gateway: sequence number of the last admit applied
 
 	tail []entry // scratch for merges
 	exp  []int64 // scratch for Pull.Expiring
@@ -67,6 +68,7 @@ func (k *Key) gateway(gw int) {
 	for gw >= len(k.own) {
 		k.own = append(k.own, 0)
 		k.out = append(k.out, 0)
+		k.applied = append(k.applied, 0)
 	}
 }
 
@@ -128,7 +130,16 @@ func (k *Key) insert(gw int, stamps []int64) {
 func (k *Key) Sync(now int64, p store.Push) store.Pull {
 	now = k.advance(now)
 	k.gateway(p.Gateway)
-	k.insert(p.Gateway, p.Admits)
+	admits := p.Admits
+	if p.Seq > 0 && len(admits) > 0 {
+		// Skip what an earlier try of this push already applied.
+		if done := k.applied[p.Gateway]; done >= p.Seq {
+			skip := min(done-p.Seq+1, uint64(len(admits)))
+			admits = admits[skip:]
+		}
+		k.applied[p.Gateway] = max(k.applied[p.Gateway], p.Seq+uint64(len(p.Admits))-1)
+	}
+	k.insert(p.Gateway, admits)
 	k.outTotal -= k.out[p.Gateway]
 	k.out[p.Gateway] = 0
 	count := len(k.log) - k.head
@@ -165,18 +176,19 @@ func (k *Key) grant(gw, ask, count int) int {
 
 // Central is the central check: it admits n requests from gateway gw at
 // now if the window then holds at most the limit (counting outstanding
-// lease slots as used), and logs them.
-func (k *Key) Central(now int64, gw, n int) bool {
+// lease slots as used), logs them, and returns the count afterwards.
+func (k *Key) Central(now int64, gw, n int) (bool, int) {
 	now = k.advance(now)
 	k.gateway(gw)
-	if len(k.log)-k.head+k.outTotal+n > k.limit {
-		return false
+	count := len(k.log) - k.head
+	if count+k.outTotal+n > k.limit {
+		return false, count
 	}
 	for i := 0; i < n; i++ {
 		k.log = append(k.log, entry{now, int32(gw)})
 	}
 	k.own[gw] += n
-	return true
+	return true, count + n
 }
 
 // Grant is a lease round trip: it grants gateway gw up to n more slots at

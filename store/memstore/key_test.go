@@ -68,7 +68,7 @@ func TestLeaseAccounting(t *testing.T) {
 	if g := k.Sync(0, store.Push{Gateway: 1, Ask: 6}).Granted; g != 4 {
 		t.Fatalf("second grant %d, want 4: outstanding slots count as used", g)
 	}
-	if k.Central(1, 2, 1) {
+	if ok, _ := k.Central(1, 2, 1); ok {
 		t.Fatal("central check admitted while grants fill the limit")
 	}
 	// Gateway 0 used 2 of its 6 and hands 4 back: 2 admitted + 4 held by 1.
@@ -92,7 +92,7 @@ func TestCentral(t *testing.T) {
 		n    int
 		want bool
 	}{{0, 1, true}, {1, 2, false}, {1, 1, true}, {2, 1, false}, {10 * sec, 1, true}, {10*sec + 1, 1, true}, {10*sec + 1, 1, false}, {10*sec + 1, 0, true}} {
-		if got := k.Central(c.at, 0, c.n); got != c.want {
+		if got, _ := k.Central(c.at, 0, c.n); got != c.want {
 			t.Fatalf("row %d: Central(%d, n=%d) = %v", i, c.at, c.n, got)
 		}
 	}
@@ -101,7 +101,21 @@ func TestCentral(t *testing.T) {
 func TestTimeNeverGoesBack(t *testing.T) {
 	k := NewKey(1, sliding10)
 	k.Central(20*sec, 0, 1)
-	if k.Central(5*sec, 0, 1) {
+	if ok, _ := k.Central(5*sec, 0, 1); ok {
 		t.Fatal("an earlier time reopened the window")
+	}
+}
+
+func TestRetriedPushCountsOnce(t *testing.T) {
+	k := NewKey(100, sliding10)
+	k.Sync(sec, store.Push{Gateway: 3, Admits: []int64{1, 2, 3}, Seq: 1})
+	// The answer was lost; the gateway retries with one more admit.
+	p := k.Sync(2*sec, store.Push{Gateway: 3, Admits: []int64{1, 2, 3, 4}, Seq: 1})
+	if p.Count != 4 || p.Own != 4 {
+		t.Fatalf("after a retry: count %d own %d, want 4 and 4", p.Count, p.Own)
+	}
+	p = k.Sync(3*sec, store.Push{Gateway: 3, Admits: []int64{5}, Seq: 5})
+	if p.Count != 5 {
+		t.Fatalf("count %d, want 5", p.Count)
 	}
 }

@@ -1,0 +1,102 @@
+// Package redistest starts real redis-server processes on free loopback
+// ports for tests, and stops them when the test ends. It never touches a
+// Redis it did not start.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a redis-server started for one test.
+type Server struct {
+	Addr string
+	t    testing.TB
+	port int
+	dir  string
+	cmd  *exec.Cmd
+}
+
+// Binary returns the redis-server to use: $REDIS_SERVER or the one on PATH.
+func Binary() (string, error) {
+	if b := os.Getenv("REDIS_SERVER"); b != "" {
+		return b, nil
+	}
+	return exec.LookPath("redis-server")
+}
+
+// Start starts a redis-server for t, or skips t when none is installed
+// (failing instead when FLEETLIMIT_REQUIRE_REDIS is set, as the test script
+// sets it).
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		if os.Getenv("FLEETLIMIT_REQUIRE_REDIS") != "" {
+			t.Fatalf("redis-server is required but not found: %v", err)
+		}
+		t.Skip("redis-server not installed; ./scripts/test installs it")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), t: t, port: port, dir: t.TempDir()}
+	_ = bin
+	s.Restart()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Restart starts the server again on the same port after Stop.
+func (s *Server) Restart() {
+	s.t.Helper()
+	bin, _ := Binary()
+	s.cmd = exec.Command(bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log"))
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer rdb.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := rdb.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+			s.t.Fatalf("redis-server on %s did not answer within 10s: %v\n%s", s.Addr, err, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop kills the server and waits for it to exit.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Client returns a new client for the server.
+func (s *Server) Client() *redis.Client { return redis.NewClient(&redis.Options{Addr: s.Addr}) }
+
+func (s *Server) String() string { return fmt.Sprintf("redis-server %s", s.Addr) }

@@ -1,0 +1,204 @@
+// Package redisstore is the store protocol of fleetlimit on Redis: an exact
+// per-key log of admitted timestamps, batched pipelined syncs of many keys,
+// the central check and lease grants, each as one atomic Lua script.
+//
+// Each key's data lives in two Redis keys sharing a hash tag, so the store
+// works on Redis Cluster. Times are kept to the microsecond. A retried sync
+// never counts an admit twice: every admit has a unique member and a
+// per-gateway sequence number. The package never reads a clock: times come
+// from the caller.
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fleetlimit/fleetlimit/store"
+)
+
+// Store is a store.Backend on Redis. It is safe for concurrent use.
+type Store struct {
+	rdb    redis.UniversalClient
+	prefix string
+}
+
+// Options configure a Store.
+type Options struct {
+	// Prefix starts every Redis key; default "fl:".
+	Prefix string
+}
+
+// New returns a Store on the given client (a single node, a Cluster or a
+// failover client), and loads its scripts.
+func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Store, error) {
+	if opt.Prefix == "" {
+		opt.Prefix = "fl:"
+	}
+	s := &Store{rdb: rdb, prefix: opt.Prefix}
+	if err := s.load(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Dial connects to the Redis at addr (host:port, or a comma-separated list
+// of Cluster nodes) and returns a Store on it.
+func Dial(ctx context.Context, addr string, opt Options) (*Store, error) {
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addr, ",")})
+	s, err := New(ctx, rdb, opt)
+	if err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("redis %s: %w", addr, err)
+	}
+	return s, nil
+}
+
+// Close closes the client.
+func (s *Store) Close() error { return s.rdb.Close() }
+
+// Client returns the Redis client.
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+func (s *Store) load(ctx context.Context) error {
+	for _, sc := range []*redis.Script{syncScript, centralScript, grantScript} {
+		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var _ store.Backend = (*Store)(nil)
+
+// Keys returns the two Redis keys of a rate-limited key.
+func (s *Store) Keys(name string) []string {
+	tag := s.prefix + "{" + name + "}"
+	return []string{tag + ":z", tag + ":h"}
+}
+
+// us converts a timestamp to microseconds, rounding down.
+func us(ns int64) int64 {
+	if ns < 0 {
+		return -((-ns + 999) / 1000)
+	}
+	return ns / 1000
+}
+
+// usUp converts a window bound to microseconds, rounding up, so that a
+// stamp at exactly t-W (kept to the microsecond) is outside (t-W, t].
+func usUp(ns int64) int64 { return -us(-ns) }
+
+// head is the arguments every script starts with: lo, limit, ttl.
+func head(now int64, k store.Key, horizon int64) []any {
+	ttl := (int64(k.Window.Size) + horizon) / 1e6
+	return []any{usUp(k.Window.Lo(now)), k.Limit, ttl + 1000}
+}
+
+// Sync applies a batch of pushes in one pipelined round trip.
+func (s *Store) Sync(ctx context.Context, now int64, items []store.SyncItem) error {
+	if len(items) == 0 {
+		return nil
+	}
+	err := s.syncOnce(ctx, now, items)
+	if err != nil && isNoScript(err) {
+		if err = s.load(ctx); err == nil {
+			err = s.syncOnce(ctx, now, items) // safe: pushes are idempotent
+		}
+	}
+	return err
+}
+
+func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem) error {
+	cmds := make([]*redis.Cmd, len(items))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range items {
+			it := &items[i]
+			pu := it.Push
+			var until int64
+			if pu.Horizon > 0 {
+				until = usUp(it.Key.Window.Lo(now + pu.Horizon))
+			}
+			args := head(now, it.Key, pu.Horizon)
+			args = append(args, us(now), pu.Gateway, pu.Seq, pu.Ask, until, len(pu.Admits))
+			for _, t := range pu.Admits {
+				args = append(args, us(t))
+			}
+			cmds[i] = syncScript.EvalSha(ctx, p, s.Keys(it.Key.Name), args...)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, c := range cmds {
+		vals, err := c.Int64Slice()
+		if err != nil {
+			return err
+		}
+		if len(vals) < 3 {
+			return fmt.Errorf("redisstore: sync of %q answered %v", items[i].Key.Name, vals)
+		}
+		pull := store.Pull{Count: int(vals[0]), Own: int(vals[1]), Granted: int(vals[2])}
+		if len(vals) > 3 {
+			pull.Expiring = make([]int64, len(vals)-3)
+			for j, v := range vals[3:] {
+				pull.Expiring[j] = v * 1000
+			}
+		}
+		items[i].Pull = pull
+	}
+	return nil
+}
+
+// Central is the central check, one round trip.
+func (s *Store) Central(ctx context.Context, now int64, k store.Key, gw, n int) (bool, int, error) {
+	args := append(head(now, k, 0), us(now), gw, n)
+	vals, err := run(ctx, s, centralScript, k.Name, args).Int64Slice()
+	if err != nil {
+		return false, 0, err
+	}
+	if len(vals) != 2 {
+		return false, 0, fmt.Errorf("redisstore: central check of %q answered %v", k.Name, vals)
+	}
+	return vals[0] == 1, int(vals[1]), nil
+}
+
+// Grant asks for lease slots, one round trip.
+func (s *Store) Grant(ctx context.Context, now int64, k store.Key, gw, n int) (int, error) {
+	args := append(head(now, k, 0), us(now), gw, n)
+	g, err := run(ctx, s, grantScript, k.Name, args).Int64()
+	return int(g), err
+}
+
+func run(ctx context.Context, s *Store, sc *redis.Script, name string, args []any) *redis.Cmd {
+	return sc.Run(ctx, s.rdb, s.Keys(name), args...)
+}
+
+func isNoScript(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "NOSCRIPT")
+}
+
+// Stamps returns the timestamps (ns, to the microsecond) of a key's log.
+func (s *Store) Stamps(ctx context.Context, name string) ([]int64, error) {
+	vals, err := s.rdb.ZRangeWithScores(ctx, s.Keys(name)[0], 0, -1).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(vals))
+	for i, v := range vals {
+		out[i] = int64(v.Score) * 1000
+	}
+	return out, nil
+}
+
+// Members returns the members of a key's log, for checks that each admit is
+// there once.
+func (s *Store) Members(ctx context.Context, name string) ([]string, error) {
+	return s.rdb.ZRange(ctx, s.Keys(name)[0], 0, -1).Result()
+}
+
