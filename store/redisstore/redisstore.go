@@ -201,4 +201,3 @@ func (s *Store) Stamps(ctx context.Context, name string) ([]int64, error) {
 func (s *Store) Members(ctx context.Context, name string) ([]string, error) {
 	return s.rdb.ZRange(ctx, s.Keys(name)[0], 0, -1).Result()
 }
-
