@@ -1,0 +1,282 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/store"
+	"github.com/fleetlimit/fleetlimit/store/memstore"
+)
+
+// clock is a manual clock.
+type clock struct{ ns atomic.Int64 }
+
+func (c *clock) now() int64          { return c.ns.Load() }
+func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
+func newClock() *clock               { c := &clock{}; c.ns.Store(1_790_000_000_000_000_000); return c }
+func quiet(t *testing.T, l *Limiter) { t.Cleanup(func() { l.Close() }) }
+func mustNew(t *testing.T, c Config) *Limiter {
+	t.Helper()
+	if c.Sync == 0 {
+		c.Sync = time.Hour // tests sync by hand with SyncNow
+	}
+	l, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet(t, l)
+	return l
+}
+
+func TestEveryDesignHoldsTheLimitAlone(t *testing.T) {
+	for _, name := range design.StudyDesigns {
+		t.Run(name, func(t *testing.T) {
+			ck := newClock()
+			l := mustNew(t, Config{Design: name, Limit: 5, Window: time.Minute, Now: ck.now})
+			ctx := context.Background()
+			admitted := 0
+			if name == "lease" || name == "lease-ask" {
+				if l.AllowN(ctx, "k", 1).Allowed { // lets the lease see an arrival
+					admitted++
+				}
+				ck.add(time.Millisecond)
+				if err := l.SyncNow(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := 0; i < 20; i++ {
+				ck.add(time.Millisecond)
+				if d := l.Allow(ctx, "k"); d.Allowed {
+					admitted++
+					if d.Limit != 5 || d.Remaining < 0 || d.Remaining > 4 {
+						t.Fatalf("decision %+v", d)
+					}
+				} else if d.RetryAfter <= 0 {
+					t.Fatalf("rejected without a Retry-After: %+v", d)
+				}
+				if name == "lease" && i%3 == 2 {
+					l.SyncNow(ctx)
+				}
+			}
+			if admitted == 0 || admitted > 5 {
+				t.Fatalf("admitted %d of 20 with L = 5", admitted)
+			}
+			if name != "lease" && admitted != 5 {
+				t.Fatalf("admitted %d, want exactly L = 5 for one gateway", admitted)
+			}
+		})
+	}
+}
+
+func TestSharedCounterHeaders(t *testing.T) {
+	ck := newClock()
+	l := mustNew(t, Config{Limit: 3, Window: 10 * time.Second, Now: ck.now})
+	ctx := context.Background()
+	d := l.Allow(ctx, "k")
+	if !d.Allowed || d.Remaining != 2 || d.Reset != 10*time.Second {
+		t.Fatalf("first: %+v, want allowed, 2 left, reset in 10s", d)
+	}
+	ck.add(4 * time.Second)
+	l.Allow(ctx, "k")
+	l.Allow(ctx, "k")
+	d = l.Allow(ctx, "k")
+	if d.Allowed || d.Remaining != 0 || d.RetryAfter != 6*time.Second {
+		t.Fatalf("fourth: %+v, want rejected, retry in 6s (when the first admit leaves)", d)
+	}
+	ck.add(6 * time.Second)
+	if d = l.Allow(ctx, "k"); !d.Allowed {
+		t.Fatalf("after the first admit left: %+v", d)
+	}
+}
+
+func TestPerKeyLimit(t *testing.T) {
+	ck := newClock()
+	l := mustNew(t, Config{Limit: 100, Now: ck.now})
+	ctx := context.Background()
+	n := 0
+	for i := 0; i < 10; i++ {
+		if l.AllowLimit(ctx, "tight", Limit{Requests: 2, Window: time.Minute}, 1).Allowed {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("admitted %d under a per-key limit of 2", n)
+	}
+}
+
+func TestConcurrentUseStaysExact(t *testing.T) {
+	for _, name := range []string{"central-log", "shared-counter", "split"} {
+		l := mustNew(t, Config{Design: name, Limit: 50, Window: time.Minute})
+		var admitted atomic.Int64
+		var wg sync.WaitGroup
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 200; i++ {
+					if l.Allow(context.Background(), "shared").Allowed {
+						admitted.Add(1)
+					}
+					l.Allow(context.Background(), "own-key-"+string(rune('a'+i%8)))
+				}
+			}()
+		}
+		wg.Wait()
+		if n := admitted.Load(); n != 50 {
+			t.Fatalf("%s: %d admitted by one gateway with L = 50", name, n)
+		}
+	}
+}
+
+func TestKeysAreBoundedAndEvicted(t *testing.T) {
+	ck := newClock()
+	st := memstore.New()
+	l := mustNew(t, Config{Limit: 10, MaxKeys: 100, IdleAfter: time.Minute, Now: ck.now, Store: st})
+	ctx := context.Background()
+	for i := 0; i < 1000; i++ {
+		l.Allow(ctx, "k"+itoa(i))
+	}
+	if n := l.Stats().Keys; n > 100 {
+		t.Fatalf("%d keys held with MaxKeys 100", n)
+	}
+	// Evicted keys' admits still reach the store.
+	if err := l.SyncNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for i := 0; i < 1000; i++ {
+		total += len(st.Stamps("k"+itoa(i), ck.now()))
+	}
+	if total != 1000 {
+		t.Fatalf("the store holds %d admits of 1000", total)
+	}
+	ck.add(2 * time.Minute)
+	l.SyncNow(ctx)
+	if n := l.Stats().Keys; n != 0 {
+		t.Fatalf("%d keys held after idling past IdleAfter", n)
+	}
+}
+
+func TestCloseFlushes(t *testing.T) {
+	st := memstore.New()
+	l, err := New(Config{Limit: 10, Sync: time.Hour, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		l.Allow(context.Background(), "k")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(st.Stamps("k", time.Now().UnixNano())); n != 3 {
+		t.Fatalf("store holds %d admits after Close, want 3", n)
+	}
+}
+
+// flaky is a backend that can be cut off: calls then block until their
+// context ends, as a dead network does.
+type flaky struct {
+	store.Backend
+	down atomic.Bool
+}
+
+var errDown = errors.New("store down")
+
+func (f *flaky) wait(ctx context.Context) error {
+	<-ctx.Done()
+	return errDown
+}
+
+func (f *flaky) Sync(ctx context.Context, now int64, items []store.SyncItem) error {
+	if f.down.Load() {
+		return f.wait(ctx)
+	}
+	return f.Backend.Sync(ctx, now, items)
+}
+
+func (f *flaky) Central(ctx context.Context, now int64, k store.Key, gw, n int) (bool, int, error) {
+	if f.down.Load() {
+		return false, 0, f.wait(ctx)
+	}
+	return f.Backend.Central(ctx, now, k, gw, n)
+}
+
+func (f *flaky) Grant(ctx context.Context, now int64, k store.Key, gw, n int) (int, error) {
+	if f.down.Load() {
+		return 0, f.wait(ctx)
+	}
+	return f.Backend.Grant(ctx, now, k, gw, n)
+}
+
+func TestFallbackWhileStoreIsDown(t *testing.T) {
+	for _, failClosed := range []bool{false, true} {
+		ck := newClock()
+		mem := memstore.New()
+		fl := &flaky{Backend: mem}
+		l := mustNew(t, Config{Design: "central-log", Limit: 40, Gateways: 4, Timeout: 20 * time.Millisecond, Now: ck.now, Store: fl, FailClosed: failClosed})
+		ctx := context.Background()
+		for i := 0; i < 5; i++ {
+			l.Allow(ctx, "k")
+		}
+		fl.down.Store(true)
+		admitted := 0
+		for i := 0; i < 30; i++ {
+			ck.add(time.Millisecond)
+			start := time.Now()
+			d := l.Allow(ctx, "k")
+			if waited := time.Since(start); waited > 20*time.Millisecond+250*time.Millisecond {
+				t.Fatalf("Allow waited %v with a 20ms timeout", waited)
+			}
+			if !d.Degraded {
+				t.Fatalf("decision %d not marked degraded", i)
+			}
+			if d.Allowed {
+				admitted++
+			}
+		}
+		// Fallback quota ceil(40/4) = 10 per window, 5 of which were used.
+		if want := map[bool]int{false: 5, true: 0}[failClosed]; admitted != want {
+			t.Fatalf("failClosed=%v: admitted %d while down, want %d", failClosed, admitted, want)
+		}
+		if !l.Stats().Degraded || l.Stats().StoreErrors == 0 {
+			t.Fatalf("stats %+v", l.Stats())
+		}
+		fl.down.Store(false)
+		if err := l.SyncNow(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if l.Stats().Degraded {
+			t.Fatal("still degraded after a good sync")
+		}
+		l.SyncNow(ctx) // a second sync must not push the fallback admits again
+		if n := len(mem.Stamps("k", ck.now())); n != 5+admitted {
+			t.Fatalf("store holds %d admits, want %d: each admit once", n, 5+admitted)
+		}
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	for _, c := range []Config{{Design: "magic"}, {Gateways: 2, Gateway: 2}, {Limit: -1}, {Timeout: -time.Second}} {
+		if l, err := New(c); err == nil {
+			l.Close()
+			t.Errorf("New(%+v) accepted it", c)
+		}
+	}
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; i > 0; i /= 10 {
+		b = append([]byte{byte('0' + i%10)}, b...)
+	}
+	return string(b)
+}

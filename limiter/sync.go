@@ -1,0 +1,128 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/store"
+)
+
+func (l *Limiter) loop(phase time.Duration) {
+	defer close(l.done)
+	t := time.NewTimer(phase)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		l.nextSync.Store(l.cfg.Now() + int64(l.cfg.Sync))
+		t.Reset(l.cfg.Sync)
+		_ = l.SyncNow(context.Background())
+	}
+}
+
+// SyncNow syncs every key with the store at once, in batches, and evicts
+// keys idle for IdleAfter. The background loop calls it every Δ; Close
+// calls it once more.
+func (l *Limiter) SyncNow(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	start := time.Now()
+	now := l.cfg.Now()
+	var ents []*entry
+	for i := range l.shard {
+		s := &l.shard[i]
+		s.mu.RLock()
+		for _, e := range s.m {
+			ents = append(ents, e)
+		}
+		s.mu.RUnlock()
+	}
+	l.orphanMu.Lock()
+	orphans := append([]store.SyncItem(nil), l.orphans...)
+	l.orphanMu.Unlock()
+	items := make([]store.SyncItem, 0, len(ents)+len(orphans))
+	for _, e := range ents {
+		e.mu.Lock()
+		items = append(items, store.SyncItem{Key: e.key, Push: e.gw.SyncPush(now)})
+		e.mu.Unlock()
+	}
+	items = append(items, orphans...)
+	var err error
+	for lo := 0; lo < len(items) && err == nil; lo += l.cfg.SyncBatch {
+		hi := min(lo+l.cfg.SyncBatch, len(items))
+		cctx, cancel := context.WithTimeout(ctx, l.cfg.SyncTimeout)
+		err = l.st.Sync(cctx, now, items[lo:hi])
+		cancel()
+		if err == nil {
+			l.pull(ents, items, lo, hi, now)
+		}
+	}
+	if err != nil {
+		l.storeFailed(err)
+		return err
+	}
+	l.orphanMu.Lock()
+	l.orphans = append(l.orphans[:0], l.orphans[len(orphans):]...)
+	l.orphanMu.Unlock()
+	l.storeOK()
+	l.stats.syncs.Add(1)
+	l.stats.lastSync.Store(int64(time.Since(start)))
+	l.stats.lastKeys.Store(int64(len(ents)))
+	l.evictIdle(ents, now)
+	return nil
+}
+
+// pull hands the store's answers for items[lo:hi] to their entries.
+func (l *Limiter) pull(ents []*entry, items []store.SyncItem, lo, hi int, now int64) {
+	for i := lo; i < hi && i < len(ents); i++ {
+		e := ents[i]
+		e.mu.Lock()
+		if !e.evicted {
+			e.gw.SyncPull(now, items[i].Pull)
+		}
+		e.mu.Unlock()
+	}
+}
+
+// evictIdle drops keys unused for IdleAfter; what they still had to push
+// or hand back goes with the next sync.
+func (l *Limiter) evictIdle(ents []*entry, now int64) {
+	idle := now - int64(l.cfg.IdleAfter)
+	for _, e := range ents {
+		e.mu.Lock()
+		drop := e.used < idle && !e.evicted
+		e.mu.Unlock()
+		if !drop {
+			continue
+		}
+		s := &l.shard[hashShard(l, e.key.Name)]
+		s.mu.Lock()
+		e.mu.Lock()
+		still := s.m[e.key.Name] == e && e.used < idle
+		e.mu.Unlock()
+		if still {
+			l.retire(e, now)
+			delete(s.m, e.key.Name)
+			l.nkeys.Add(-1)
+			l.stats.evicted.Add(1)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Close stops the sync loop and pushes what is unsynced. It returns the
+// final sync's error, if any; the Limiter must not be used afterwards.
+func (l *Limiter) Close() error {
+	if l.closed.Swap(true) {
+		return errors.New("limiter: closed twice")
+	}
+	close(l.stop)
+	<-l.done
+	ctx, cancel := context.WithTimeout(context.Background(), 2*l.cfg.SyncTimeout)
+	defer cancel()
+	return l.SyncNow(ctx)
+}
