@@ -40,6 +40,11 @@ type lease struct {
 	last      int // arrivals in the last closed interval
 
 	wait bool // lease-ask: the store had no room; do not ask before the next sync
+	// syncing is true between SyncPush and SyncPull. A sync settles all
+	// this gateway's slots at the store, so a grant made while one is in
+	// flight would be forgotten there: lease-ask does not ask meanwhile.
+	// (A driver that syncs atomically, like the simulator, never sees it.)
+	syncing bool
 }
 
 func newLease(c Config, ask bool) Gateway {
@@ -61,7 +66,7 @@ func (l *lease) Decide(now int64, n int) (Decision, Query) {
 		l.pend.add(now, n)
 		return Admit, Query{}
 	}
-	if !l.ask || l.wait {
+	if !l.ask || l.wait || l.syncing {
 		return Reject, Query{}
 	}
 	return Ask, Query{Kind: QueryGrant, N: max(n-l.grant, l.want())}
@@ -94,6 +99,7 @@ func (l *lease) SyncPush(now int64) store.Push {
 	admits, seq := l.pend.push()
 	p := store.Push{Gateway: l.cfg.Gateway, Admits: admits, Seq: seq, Return: l.grant, Ask: ask}
 	l.grant = 0 // handed back; a new grant comes with the pull
+	l.syncing = true
 	return p
 }
 
@@ -101,6 +107,7 @@ func (l *lease) SyncPull(now int64, p store.Pull) {
 	l.grant = p.Granted
 	l.pend.settle()
 	l.wait = false
+	l.syncing = false
 }
 
 func (l *lease) Held() int { return l.grant }
@@ -158,6 +165,7 @@ func (l *lease) Skip(n int) {
 	}
 	l.last = 0
 	l.wait = false
+	l.syncing = false
 }
 
 // PullsView is false: a lease's state is its own.

@@ -189,3 +189,20 @@ func TestTimelines(t *testing.T) {
 		t.Run(name, func(t *testing.T) { tl.run(t) })
 	}
 }
+
+// A live driver syncs asynchronously: between SyncPush and SyncPull a
+// lease-ask gateway must not go to the store, since the sync settles all its
+// slots there and would forget a grant made meanwhile.
+func TestLeaseAskDoesNotAskDuringASync(t *testing.T) {
+	spec := window.Spec{Size: 10 * time.Second}
+	key := memstore.NewKey(3, spec)
+	g, _ := design.New("lease-ask", design.Config{Limit: 3, Window: spec, Gateways: 1, Sync: time.Second})
+	push := g.SyncPush(0)
+	if d, _ := g.Decide(1, 1); d != design.Reject {
+		t.Fatalf("during a sync: %v, want reject without asking", d)
+	}
+	g.SyncPull(2, key.Sync(0, push))
+	if d, _ := g.Decide(3, 1); d == design.Reject {
+		t.Fatal("after the sync it still does not ask or admit")
+	}
+}

@@ -32,15 +32,11 @@ func (l *Limiter) SyncNow(ctx context.Context) error {
 	defer l.mu.Unlock()
 	start := time.Now()
 	now := l.cfg.Now()
-	var ents []*entry
-	for i := range l.shard {
-		s := &l.shard[i]
-		s.mu.RLock()
-		for _, e := range s.m {
-			ents = append(ents, e)
-		}
-		s.mu.RUnlock()
-	}
+	ents := make([]*entry, 0, l.nkeys.Load())
+	l.keys.Range(func(_, v any) bool {
+		ents = append(ents, v.(*entry))
+		return true
+	})
 	l.orphanMu.Lock()
 	orphans := append([]store.SyncItem(nil), l.orphans...)
 	l.orphanMu.Unlock()
@@ -99,18 +95,14 @@ func (l *Limiter) evictIdle(ents []*entry, now int64) {
 		if !drop {
 			continue
 		}
-		s := &l.shard[hashShard(l, e.key.Name)]
-		s.mu.Lock()
+		l.createMu.Lock()
 		e.mu.Lock()
-		still := s.m[e.key.Name] == e && e.used < idle
+		still := e.used < idle
 		e.mu.Unlock()
 		if still {
-			l.retire(e, now)
-			delete(s.m, e.key.Name)
-			l.nkeys.Add(-1)
-			l.stats.evicted.Add(1)
+			l.drop(e, now)
 		}
-		s.mu.Unlock()
+		l.createMu.Unlock()
 	}
 }
 
@@ -124,5 +116,9 @@ func (l *Limiter) Close() error {
 	<-l.done
 	ctx, cancel := context.WithTimeout(context.Background(), 2*l.cfg.SyncTimeout)
 	defer cancel()
-	return l.SyncNow(ctx)
+	err := l.SyncNow(ctx)
+	if l.clock != nil {
+		l.clock.release()
+	}
+	return err
 }

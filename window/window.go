@@ -3,7 +3,7 @@
 //
 // Times are int64 nanoseconds on whatever clock the caller uses; the package
 // never reads a clock itself, starts no goroutine and does no I/O. A Log's
-// memory is fixed at construction by the most the window can hold.
+// memory is bounded by the most the window can hold.
 package window
 
 import (
@@ -79,11 +79,13 @@ func floorDiv(a, b int64) int64 {
 }
 
 // Log is an exact log of admitted timestamps over one window, held in a ring
-// whose capacity is the limit: it never holds more than that many timestamps,
-// and so never allocates after New. Timestamps must be added in non-decreasing
-// order. The zero value is not usable; a Log is not safe for concurrent use.
+// that grows on demand up to the limit: it never holds more than that many
+// timestamps, and stops allocating once the window has been full.
+// Timestamps must be added in non-decreasing order. The zero value is not
+// usable; a Log is not safe for concurrent use.
 type Log struct {
 	spec  Spec
+	limit int
 	ring  []int64
 	head  int // index of the oldest timestamp
 	count int
@@ -91,14 +93,12 @@ type Log struct {
 
 // New returns a Log for spec that admits at most limit timestamps per window.
 func New(spec Spec, limit int) *Log {
-	if limit < 0 {
-		limit = 0
-	}
-	return &Log{spec: spec, ring: make([]int64, limit)}
+	limit = max(limit, 0)
+	return &Log{spec: spec, limit: limit, ring: make([]int64, min(limit, 16))}
 }
 
 // Limit returns the most timestamps the log admits in one window.
-func (l *Log) Limit() int { return len(l.ring) }
+func (l *Log) Limit() int { return l.limit }
 
 // Count returns how many logged timestamps count at now, forgetting the
 // ones that no longer do. now must not go backwards between calls.
@@ -120,8 +120,34 @@ func (l *Log) Allow(now int64, n int) bool {
 	if n <= 0 {
 		return true
 	}
-	if l.Count(now)+n > len(l.ring) {
+	if l.Count(now)+n > l.limit {
 		return false
+	}
+	l.push(now, n)
+	return true
+}
+
+// Add logs n requests at now whatever the count, forgetting the oldest
+// when the log is full: Count is then the true count capped at Limit.
+func (l *Log) Add(now int64, n int) {
+	l.Count(now)
+	if n > l.limit {
+		n = l.limit
+	}
+	for drop := l.count + n - l.limit; drop > 0; drop-- {
+		l.head++
+		if l.head == len(l.ring) {
+			l.head = 0
+		}
+		l.count--
+	}
+	l.push(now, n)
+}
+
+// push appends n copies of now; the caller made room.
+func (l *Log) push(now int64, n int) {
+	if need := l.count + n; need > len(l.ring) {
+		l.grow(need)
 	}
 	for i := 0; i < n; i++ {
 		j := l.head + l.count
@@ -131,7 +157,19 @@ func (l *Log) Allow(now int64, n int) bool {
 		l.ring[j] = now
 		l.count++
 	}
-	return true
+}
+
+func (l *Log) grow(need int) {
+	size := min(max(2*len(l.ring), need), l.limit)
+	ring := make([]int64, size)
+	for i := 0; i < l.count; i++ {
+		j := l.head + i
+		if j >= len(l.ring) {
+			j -= len(l.ring)
+		}
+		ring[i] = l.ring[j]
+	}
+	l.ring, l.head = ring, 0
 }
 
 // Oldest returns the oldest timestamp that counts at the last Count or

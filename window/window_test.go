@@ -69,6 +69,35 @@ func TestLogNeverGrows(t *testing.T) {
 	}
 }
 
+func TestLogGrowsOnDemand(t *testing.T) {
+	l := New(Spec{Size: time.Second}, 1<<30)
+	if len(l.ring) > 16 {
+		t.Fatalf("a new log holds %d slots", len(l.ring))
+	}
+	for i := int64(0); i < 100; i++ {
+		if !l.Allow(i, 1) {
+			t.Fatal("refused under the limit")
+		}
+	}
+	if l.Count(100) != 100 || len(l.ring) > 128 {
+		t.Fatalf("count %d ring %d", l.Count(100), len(l.ring))
+	}
+}
+
+func TestLogAddKeepsTheLatest(t *testing.T) {
+	l := New(Spec{Size: time.Second}, 3)
+	for _, at := range []int64{0, 100, 200, 300, 400} {
+		l.Add(at*ms, 1)
+	}
+	if l.Count(400*ms) != 3 {
+		t.Fatalf("count %d, want 3 (capped)", l.Count(400*ms))
+	}
+	// The three kept are 200, 300, 400: at 1.2s two remain.
+	if got := l.Count(1200 * ms); got != 2 {
+		t.Fatalf("at 1.2s count %d, want 2 (the latest were kept)", got)
+	}
+}
+
 func TestSpec(t *testing.T) {
 	s := Spec{Size: 10, Kind: Fixed}
 	for _, c := range []struct{ now, lo, reset int64 }{{0, 0, 10}, {9, 0, 10}, {10, 10, 20}, {-1, -10, 0}} {

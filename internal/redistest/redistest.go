@@ -19,11 +19,12 @@ import (
 
 // Server is a redis-server started for one test.
 type Server struct {
-	Addr string
-	t    testing.TB
-	port int
-	dir  string
-	cmd  *exec.Cmd
+	Addr    string
+	t       testing.TB
+	port    int
+	dir     string
+	cmd     *exec.Cmd
+	persist bool
 }
 
 // Binary returns the redis-server to use: $REDIS_SERVER or the one on PATH.
@@ -37,7 +38,13 @@ func Binary() (string, error) {
 // Start starts a redis-server for t, or skips t when none is installed
 // (failing instead when FLEETLIMIT_REQUIRE_REDIS is set, as the test script
 // sets it).
-func Start(t testing.TB) *Server {
+func Start(t testing.TB) *Server { t.Helper(); return start(t, false) }
+
+// StartPersistent is Start with every write appended and synced to disk, so
+// that the data outlives Stop and Restart.
+func StartPersistent(t testing.TB) *Server { t.Helper(); return start(t, true) }
+
+func start(t testing.TB, persist bool) *Server {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
@@ -52,7 +59,7 @@ func Start(t testing.TB) *Server {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), t: t, port: port, dir: t.TempDir()}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), t: t, port: port, dir: t.TempDir(), persist: persist}
 	_ = bin
 	s.Restart()
 	t.Cleanup(s.Stop)
@@ -63,8 +70,13 @@ func Start(t testing.TB) *Server {
 func (s *Server) Restart() {
 	s.t.Helper()
 	bin, _ := Binary()
-	s.cmd = exec.Command(bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log"))
+	aof := []string{"--appendonly", "no"}
+	if s.persist {
+		aof = []string{"--appendonly", "yes", "--appendfsync", "always"}
+	}
+	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "",
+		"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log")}, aof...)
+	s.cmd = exec.Command(bin, args...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}

@@ -1,0 +1,84 @@
+package httpmw_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/httpmw"
+	"github.com/fleetlimit/fleetlimit/limiter"
+)
+
+func newLimiter(t testing.TB, limit int) *limiter.Limiter {
+	l, err := limiter.New(limiter.Config{Limit: limit, Window: time.Minute, Sync: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+var ok = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+
+func TestRejectsOverTheLimit(t *testing.T) {
+	h := httpmw.New(newLimiter(t, 2), httpmw.Options{Key: httpmw.Header("X-API-Key")})(ok)
+	codes := []int{}
+	var last *httptest.ResponseRecorder
+	for i := 0; i < 3; i++ {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("X-API-Key", "alice")
+		last = httptest.NewRecorder()
+		h.ServeHTTP(last, r)
+		codes = append(codes, last.Code)
+	}
+	if fmt.Sprint(codes) != "[200 200 429]" {
+		t.Fatalf("codes %v, want [200 200 429]", codes)
+	}
+	hd := last.Header()
+	if hd.Get("RateLimit-Limit") != "2" || hd.Get("RateLimit-Remaining") != "0" || hd.Get("Retry-After") != "60" || hd.Get("RateLimit-Reset") != "60" {
+		t.Fatalf("headers %v", hd)
+	}
+	// Another key has its own budget.
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("X-API-Key", "bob")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != 200 || w.Header().Get("Retry-After") != "" {
+		t.Fatalf("bob: %d %v", w.Code, w.Header())
+	}
+}
+
+func TestClientIPAndCost(t *testing.T) {
+	h := httpmw.New(newLimiter(t, 5), httpmw.Options{Cost: func(*http.Request) int { return 3 }})(ok)
+	for i, want := range []int{200, 429} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = "192.0.2.7:5555"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != want {
+			t.Fatalf("request %d: %d, want %d", i, w.Code, want)
+		}
+	}
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = "192.0.2.8:5555"
+	if k := httpmw.ClientIP()(r); k != "192.0.2.8" {
+		t.Fatalf("ClientIP = %q", k)
+	}
+}
+
+func TestCustomRejection(t *testing.T) {
+	h := httpmw.New(newLimiter(t, 1), httpmw.Options{Rejected: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})})(ok)
+	var w *httptest.ResponseRecorder
+	for i := 0; i < 2; i++ {
+		w = httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil).WithContext(context.Background()))
+	}
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("%d %v", w.Code, w.Header())
+	}
+}

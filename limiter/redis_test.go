@@ -1,0 +1,262 @@
+package limiter
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/redistest"
+	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/store/redisstore"
+)
+
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// worst returns the most timestamps in any interval (t-W, t].
+func worst(ts []int64, w time.Duration) int {
+	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	best, lo := 0, 0
+	for hi, t := range ts {
+		for ts[lo] <= t-int64(w) {
+			lo++
+		}
+		best = max(best, hi-lo+1)
+	}
+	return best
+}
+
+// flood drives rate requests per second, evenly over the limiters, for d,
+// and returns the admitted decisions.
+func flood(t *testing.T, ls []*Limiter, key string, rate float64, d time.Duration) []Decision {
+	var mu sync.Mutex
+	var admitted []Decision
+	var wg sync.WaitGroup
+	start := time.Now()
+	per := rate / float64(len(ls))
+	for _, l := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				at := start.Add(time.Duration(float64(i) / per * float64(time.Second)))
+				if at.Sub(start) >= d {
+					return
+				}
+				time.Sleep(time.Until(at))
+				if dec := l.Allow(context.Background(), key); dec.Allowed {
+					mu.Lock()
+					admitted = append(admitted, dec)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return admitted
+}
+
+// Four limiters on one real redis-server under a flood: every design holds
+// what it promises, and shared-counter admits what the simulator predicts.
+func TestFleetOnRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	const (
+		k     = 4
+		limit = 100
+		win   = 2 * time.Second
+		delta = 100 * time.Millisecond
+		rate  = 1000.0 // requests per second: M = 20, x = M Δ / W = 1
+		run   = 6 * time.Second
+	)
+	for _, name := range design.StudyDesigns {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var ls []*Limiter
+			for i := 0; i < k; i++ {
+				st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{Prefix: "it:"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				l, err := New(Config{Design: name, Limit: limit, Window: win, Sync: delta, Gateways: k, Gateway: i, Store: st, Logger: quietLog})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls = append(ls, l)
+				defer st.Close()
+				defer l.Close()
+			}
+			adm := flood(t, ls, "fleet-"+name, rate, run)
+			ts := make([]int64, len(adm))
+			start := int64(1<<63 - 1)
+			for i, d := range adm {
+				ts[i] = d.At
+				start = min(start, d.At)
+			}
+			w := worst(ts, win)
+			after := 0
+			for _, t0 := range ts {
+				if t0 >= start+int64(win) {
+					after++
+				}
+			}
+			x := float64(after) / (float64(run-win) / float64(win)) / limit
+			t.Logf("%s: %d admitted in %v, admitted_x %.2f, worst window %d (L = %d)", name, len(adm), run, x, w, limit)
+			switch name {
+			case "lease", "lease-ask", "central-log":
+				if w > limit {
+					t.Fatalf("%s admitted %d in one window, over L = %d", name, w, limit)
+				}
+			case "shared-counter":
+				var simX float64
+				const seeds = 10
+				for s := uint64(1); s <= seeds; s++ {
+					r, err := sim.Run(sim.Params{Design: name, Gateways: k, Sync: delta, Limit: limit, Window: win,
+						Traffic: sim.Traffic{Kind: sim.Flood, Factor: rate * win.Seconds() / limit}, Duration: run, Seed: s})
+					if err != nil {
+						t.Fatal(err)
+					}
+					simX += r.AdmittedX / seeds
+				}
+				// The live fleet adds Redis round trips and timer jitter to
+				// Δ, which the model has not: allow it 25% either way.
+				t.Logf("simulator, same design, K, Δ and flood: admitted_x %.2f", simX)
+				if x < 0.75*simX || x > 1.25*simX {
+					t.Fatalf("live admitted_x %.2f, simulator %.2f: more than 25%% apart", x, simX)
+				}
+			}
+		})
+	}
+}
+
+// The redis-server dies under load and comes back: no Allow waits longer
+// than the timeout, the fallback stays within its quota, and afterwards the
+// store holds every admit exactly once.
+func TestRedisFailureAndRecovery(t *testing.T) {
+	for _, name := range []string{"central-log", "shared-counter"} {
+		t.Run(name, func(t *testing.T) {
+			srv := redistest.StartPersistent(t)
+			const (
+				k       = 2
+				limit   = 100
+				timeout = 50 * time.Millisecond
+			)
+			var ls []*Limiter
+			var st0 *redisstore.Store
+			for i := 0; i < k; i++ {
+				st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{Prefix: "ft:"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.Close()
+				st0 = st
+				l, err := New(Config{Design: name, Limit: limit, Window: time.Minute, Sync: 50 * time.Millisecond,
+					Gateways: k, Gateway: i, Store: st, Timeout: timeout, Logger: quietLog})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls = append(ls, l)
+			}
+			key := "failure-" + name
+			type tally struct {
+				admitted, degradedAdmits, before int
+				slowest                          time.Duration
+			}
+			tallies := make([]tally, k)
+			phase := make(chan int) // 1: outage starts, 2: over
+			var wg sync.WaitGroup
+			stopLoad := make(chan struct{})
+			for i, l := range ls {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					tk := time.NewTicker(4 * time.Millisecond)
+					defer tk.Stop()
+					for {
+						select {
+						case <-stopLoad:
+							return
+						case <-tk.C:
+						}
+						start := time.Now()
+						d := l.Allow(context.Background(), key)
+						tl := &tallies[i]
+						tl.slowest = max(tl.slowest, time.Since(start))
+						if d.Allowed {
+							tl.admitted++
+							if d.Degraded {
+								tl.degradedAdmits++
+							} else if tl.degradedAdmits == 0 {
+								tl.before++
+							}
+						}
+					}
+				}()
+			}
+			go func() {
+				time.Sleep(150 * time.Millisecond)
+				srv.Stop()
+				phase <- 1
+				time.Sleep(time.Second)
+				srv.Restart()
+				phase <- 2
+			}()
+			<-phase
+			<-phase
+			// Let the fleet notice and sync again.
+			deadline := time.Now().Add(5 * time.Second)
+			for _, l := range ls {
+				for l.Stats().Degraded && time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			close(stopLoad)
+			wg.Wait()
+			total := 0
+			quota := (limit + k - 1) / k
+			for i, l := range ls {
+				if err := l.Close(); err != nil {
+					t.Fatalf("limiter %d: final sync: %v", i, err)
+				}
+				tl := tallies[i]
+				total += tl.admitted
+				t.Logf("gateway %d: %d admitted (%d by the fallback), slowest Allow %v, store errors %d", i, tl.admitted, tl.degradedAdmits, tl.slowest, l.Stats().StoreErrors)
+				if l.Stats().StoreErrors == 0 || l.Stats().Fallbacks == 0 {
+					t.Fatalf("gateway %d never noticed the outage: %+v", i, l.Stats())
+				}
+				// Slack for the scheduler (and the race detector) on top of the timeout.
+				if tl.slowest > timeout+150*time.Millisecond {
+					t.Fatalf("gateway %d: an Allow waited %v with a %v timeout", i, tl.slowest, timeout)
+				}
+			}
+			for i, tl := range tallies {
+				// Over the whole run (one window), a gateway's own admits
+				// stay within what the design allowed before the outage
+				// plus the fallback's quota ceil(L/K).
+				if tl.degradedAdmits > max(0, quota-tl.before) {
+					t.Fatalf("gateway %d: %d fallback admits after %d, quota %d", i, tl.degradedAdmits, tl.before, quota)
+				}
+			}
+			members, err := st0.Members(context.Background(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Every admit is there once. A central check whose answer was
+			// lost may have been applied by the store (its request was
+			// rejected): at most one such phantom per failed check.
+			phantoms := 0
+			if name == "central-log" {
+				for _, l := range ls {
+					phantoms += int(l.Stats().StoreErrors)
+				}
+			}
+			if len(members) < total || len(members) > total+phantoms {
+				t.Fatalf("the store holds %d entries for %d admits (at most %d phantoms)", len(members), total, phantoms)
+			}
+			t.Logf("the store holds %d entries for %d admits", len(members), total)
+		})
+	}
+}
