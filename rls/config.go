@@ -1,0 +1,476 @@
+// Package rls is an Envoy-compatible rate limit service on top of the
+// fleetlimit limiter: the envoy.service.ratelimit.v3 gRPC API, the JSON API
+// of envoyproxy/ratelimit, and its YAML configuration format, unchanged.
+//
+// It must never accept a configuration it cannot apply exactly as
+// envoyproxy/ratelimit documents it, and never drop requests on a reload.
+package rls
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/window"
+)
+
+// Unit is a rate limit unit, numbered as in envoy.service.ratelimit.v3.
+type Unit int32
+
+// The units of envoyproxy/ratelimit.
+const (
+	Second Unit = 1
+	Minute Unit = 2
+	Hour   Unit = 3
+	Day    Unit = 4
+	Month  Unit = 5
+	Year   Unit = 6
+	Week   Unit = 7
+)
+
+var unitNames = map[string]Unit{"SECOND": Second, "MINUTE": Minute, "HOUR": Hour, "DAY": Day, "WEEK": Week, "MONTH": Month, "YEAR": Year}
+
+// Duration is the unit's length: a month is 30 days and a year 365, as in
+// envoyproxy/ratelimit.
+func (u Unit) Duration() time.Duration {
+	switch u {
+	case Second:
+		return time.Second
+	case Minute:
+		return time.Minute
+	case Hour:
+		return time.Hour
+	case Day:
+		return 24 * time.Hour
+	case Week:
+		return 7 * 24 * time.Hour
+	case Month:
+		return 30 * 24 * time.Hour
+	case Year:
+		return 365 * 24 * time.Hour
+	}
+	return 0
+}
+
+// String returns the unit's name, e.g. "MINUTE".
+func (u Unit) String() string {
+	for n, v := range unitNames {
+		if v == u {
+			return n
+		}
+	}
+	return "UNKNOWN"
+}
+
+// RateLimit is a configured limit.
+type RateLimit struct {
+	RequestsPerUnit uint32
+	Unit            Unit
+	Unlimited       bool
+	Name            string
+	Replaces        []string
+	ShadowMode      bool
+	DetailedMetric  bool
+	// FullKey names the limit in metrics: domain.key_value.key...
+	FullKey string
+}
+
+// node is one level of a domain's descriptor tree.
+type node struct {
+	children  map[string]*node // by "key" or "key_value"
+	wildcards []string         // children keys ending in "*", in file order
+	limit     *RateLimit
+}
+
+// Settings are fleetlimit's own settings, from the optional top-level
+// "fleetlimit" section (envoyproxy/ratelimit files work without it).
+type Settings struct {
+	Design          string        `yaml:"design"`      // default shared-counter
+	WindowKind      string        `yaml:"window_kind"` // sliding (default) or fixed, as envoyproxy/ratelimit
+	Sync            time.Duration `yaml:"sync"`        // default 1s
+	Gateways        int           `yaml:"gateways"`    // K, default 1
+	Gateway         int           `yaml:"gateway"`     // this process's index
+	Timeout         time.Duration `yaml:"timeout"`     // store timeout, default 50ms
+	FailClosed      bool          `yaml:"fail_closed"`
+	ResponseHeaders bool          `yaml:"response_headers"` // add RateLimit-* headers to responses
+	NearRatio       float64       `yaml:"near_ratio"`       // "near" metric threshold, default 0.8
+}
+
+// Config is a loaded configuration: one or more domains and the settings.
+type Config struct {
+	Settings Settings
+	domains  map[string]*node
+	// Source names the file, for errors and logs.
+	Source string
+	digest [32]byte // of the bytes parsed, to tell a changed file
+}
+
+// Domains returns the configured domain names.
+func (c *Config) Domains() []string {
+	var ds []string
+	for d := range c.domains {
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+// ConfigError is a configuration problem with its place.
+type ConfigError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+var validKeys = map[string]bool{"domain": true, "key": true, "value": true, "descriptors": true, "rate_limit": true,
+	"unit": true, "requests_per_unit": true, "unlimited": true, "shadow_mode": true, "name": true, "replaces": true,
+	"detailed_metric": true}
+
+// Parse reads a configuration: one YAML document per domain (documents
+// separated by ---), in envoyproxy/ratelimit's format, and at most one
+// "fleetlimit" section.
+func Parse(name string, r io.Reader) (*Config, error) {
+	src, err := io.ReadAll(r)
+	if err != nil {
+		return nil, &ConfigError{File: name, Msg: err.Error()}
+	}
+	c := &Config{Source: name, domains: map[string]*node{}, digest: sha256.Sum256(src)}
+	c.Settings = Settings{Design: "shared-counter", WindowKind: "fixed", Sync: time.Second, Gateways: 1,
+		Timeout: 50 * time.Millisecond, NearRatio: 0.8}
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	docs, seenSettings := 0, false
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, yamlError(name, err)
+		}
+		if len(doc.Content) == 0 {
+			continue
+		}
+		root := doc.Content[0]
+		if root.Kind != yaml.MappingNode {
+			return nil, &ConfigError{name, root.Line, "a config document must be a mapping with a domain and descriptors"}
+		}
+		p := parser{file: name}
+		var domain string
+		var descs *yaml.Node
+		domainLine := root.Line
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			k, v := root.Content[i], root.Content[i+1]
+			switch k.Value {
+			case "domain":
+				if v.Kind != yaml.ScalarNode {
+					return nil, &ConfigError{name, v.Line, "domain must be a string"}
+				}
+				domain, domainLine = v.Value, v.Line
+			case "descriptors":
+				descs = v
+			case "fleetlimit":
+				if seenSettings {
+					return nil, &ConfigError{name, k.Line, "more than one fleetlimit section"}
+				}
+				seenSettings = true
+				if err := p.settings(v, &c.Settings); err != nil {
+					return nil, err
+				}
+			default:
+				return nil, &ConfigError{name, k.Line, fmt.Sprintf("unknown key %q (want domain, descriptors or fleetlimit)", k.Value)}
+			}
+		}
+		if domain == "" {
+			if descs == nil && seenSettings {
+				continue // a document with only the fleetlimit section
+			}
+			return nil, &ConfigError{name, domainLine, "config file cannot have empty domain"}
+		}
+		if _, dup := c.domains[domain]; dup {
+			return nil, &ConfigError{name, domainLine, fmt.Sprintf("duplicate domain %q", domain)}
+		}
+		root2 := &node{children: map[string]*node{}}
+		if descs != nil {
+			if err := p.descriptors(descs, root2, domain+"."); err != nil {
+				return nil, err
+			}
+		}
+		c.domains[domain] = root2
+		docs++
+	}
+	if docs == 0 {
+		return nil, &ConfigError{File: name, Msg: "no domain configured"}
+	}
+	return c, c.Settings.validate(name)
+}
+
+func yamlError(name string, err error) error {
+	msg := err.Error()
+	// yaml.v3 says "yaml: line N: ..."
+	if rest, ok := strings.CutPrefix(msg, "yaml: line "); ok {
+		if n, tail, ok := strings.Cut(rest, ":"); ok {
+			if line, e := strconv.Atoi(n); e == nil {
+				return &ConfigError{name, line, "invalid YAML:" + tail}
+			}
+		}
+	}
+	return &ConfigError{File: name, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+type parser struct{ file string }
+
+func (p parser) errf(n *yaml.Node, format string, a ...any) error {
+	return &ConfigError{p.file, n.Line, fmt.Sprintf(format, a...)}
+}
+
+func (p parser) descriptors(list *yaml.Node, parent *node, prefix string) error {
+	if list.Kind != yaml.SequenceNode {
+		return p.errf(list, "descriptors must be a list")
+	}
+	for _, d := range list.Content {
+		if d.Kind != yaml.MappingNode {
+			return p.errf(d, "a descriptor must be a mapping with a key")
+		}
+		var key, value string
+		var rl, children *yaml.Node
+		var shadow, detailed bool
+		for i := 0; i+1 < len(d.Content); i += 2 {
+			k, v := d.Content[i], d.Content[i+1]
+			if !validKeys[k.Value] {
+				return p.errf(k, "config error, unknown key %q", k.Value)
+			}
+			var err error
+			switch k.Value {
+			case "key":
+				key, err = p.str(v)
+			case "value":
+				value, err = p.str(v)
+			case "rate_limit":
+				rl = v
+			case "descriptors":
+				children = v
+			case "shadow_mode":
+				shadow, err = p.boolean(v)
+			case "detailed_metric":
+				detailed, err = p.boolean(v)
+			default:
+				return p.errf(k, "key %q does not belong in a descriptor", k.Value)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if key == "" {
+			return p.errf(d, "descriptor has empty key")
+		}
+		final := key
+		if value != "" {
+			final += "_" + value
+		}
+		if _, dup := parent.children[final]; dup {
+			return p.errf(d, "duplicate descriptor composite key '%s%s'", prefix, final)
+		}
+		n := &node{children: map[string]*node{}}
+		if rl != nil {
+			lim, err := p.rateLimit(rl)
+			if err != nil {
+				return err
+			}
+			lim.ShadowMode, lim.DetailedMetric, lim.FullKey = shadow, detailed, prefix+final
+			n.limit = lim
+		}
+		if children != nil {
+			if err := p.descriptors(children, n, prefix+final+"."); err != nil {
+				return err
+			}
+		}
+		parent.children[final] = n
+		if strings.HasSuffix(final, "*") {
+			parent.wildcards = append(parent.wildcards, final)
+		}
+	}
+	return nil
+}
+
+func (p parser) rateLimit(m *yaml.Node) (*RateLimit, error) {
+	if m.Kind != yaml.MappingNode {
+		return nil, p.errf(m, "rate_limit must be a mapping")
+	}
+	lim := &RateLimit{}
+	unit := ""
+	unitNode := m
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		var err error
+		switch k.Value {
+		case "unit":
+			unit, err = p.str(v)
+			unitNode = v
+		case "requests_per_unit":
+			var n uint64
+			if v.Kind != yaml.ScalarNode {
+				return nil, p.errf(v, "requests_per_unit must be a whole number")
+			}
+			n, err = strconv.ParseUint(v.Value, 10, 32)
+			if err != nil {
+				return nil, p.errf(v, "requests_per_unit %q: want a whole number from 0 to 4294967295", v.Value)
+			}
+			lim.RequestsPerUnit = uint32(n)
+		case "unlimited":
+			lim.Unlimited, err = p.boolean(v)
+		case "name":
+			lim.Name, err = p.str(v)
+		case "replaces":
+			if v.Kind != yaml.SequenceNode {
+				return nil, p.errf(v, "replaces must be a list of {name: ...}")
+			}
+			for _, r := range v.Content {
+				name := ""
+				if r.Kind == yaml.MappingNode {
+					for j := 0; j+1 < len(r.Content); j += 2 {
+						if r.Content[j].Value != "name" {
+							return nil, p.errf(r.Content[j], "config error, unknown key %q in replaces", r.Content[j].Value)
+						}
+						name = r.Content[j+1].Value
+					}
+				}
+				if name == "" {
+					return nil, p.errf(r, "should not have an empty replaces entry")
+				}
+				lim.Replaces = append(lim.Replaces, name)
+			}
+		default:
+			if validKeys[k.Value] {
+				return nil, p.errf(k, "key %q does not belong in rate_limit", k.Value)
+			}
+			return nil, p.errf(k, "config error, unknown key %q", k.Value)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	u, ok := unitNames[strings.ToUpper(unit)]
+	switch {
+	case lim.Unlimited && ok:
+		return nil, p.errf(unitNode, "should not specify rate limit unit when unlimited")
+	case !lim.Unlimited && !ok:
+		return nil, p.errf(unitNode, "invalid rate limit unit '%s' (want second, minute, hour, day, week, month or year)", unit)
+	}
+	lim.Unit = u
+	for _, r := range lim.Replaces {
+		if r == lim.Name {
+			return nil, p.errf(m, "replaces should not contain name of same descriptor")
+		}
+	}
+	return lim, nil
+}
+
+func (p parser) str(v *yaml.Node) (string, error) {
+	if v.Kind != yaml.ScalarNode {
+		return "", p.errf(v, "want a string")
+	}
+	return v.Value, nil
+}
+
+func (p parser) boolean(v *yaml.Node) (bool, error) {
+	var b bool
+	if v.Kind != yaml.ScalarNode || v.Decode(&b) != nil {
+		return false, p.errf(v, "want true or false, not %q", v.Value)
+	}
+	return b, nil
+}
+
+func (p parser) settings(v *yaml.Node, s *Settings) error {
+	if v.Kind != yaml.MappingNode {
+		return p.errf(v, "fleetlimit must be a mapping")
+	}
+	known := map[string]bool{"design": true, "window_kind": true, "sync": true, "gateways": true, "gateway": true,
+		"timeout": true, "fail_closed": true, "response_headers": true, "near_ratio": true}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		if !known[v.Content[i].Value] {
+			return p.errf(v.Content[i], "unknown fleetlimit setting %q", v.Content[i].Value)
+		}
+	}
+	if err := v.Decode(s); err != nil {
+		return &ConfigError{p.file, v.Line, "fleetlimit settings: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	return nil
+}
+
+func (s Settings) validate(file string) error {
+	bad := func(msg string) error { return &ConfigError{File: file, Msg: "fleetlimit settings: " + msg} }
+	if _, err := design.Lookup(s.Design); err != nil {
+		return bad(err.Error())
+	}
+	if _, err := window.ParseKind(s.WindowKind); err != nil {
+		return bad(err.Error())
+	}
+	switch {
+	case s.Sync <= 0:
+		return bad("sync must be a positive duration")
+	case s.Gateways < 1 || s.Gateway < 0 || s.Gateway >= s.Gateways:
+		return bad(fmt.Sprintf("gateway %d of %d: want 0 <= gateway < gateways", s.Gateway, s.Gateways))
+	case s.Timeout <= 0:
+		return bad("timeout must be a positive duration")
+	case s.NearRatio <= 0 || s.NearRatio > 1:
+		return bad("near_ratio must be in (0, 1]")
+	}
+	return nil
+}
+
+// Entry is one key/value pair of a request descriptor.
+type Entry struct{ Key, Value string }
+
+// Lookup finds the limit for a descriptor's entries in domain, by the rules
+// of envoyproxy/ratelimit: at each level the exact key_value, then a
+// wildcard value ending in "*" that prefixes it, then the key alone (any
+// value); a limit applies only at the descriptor's last entry. nil means no
+// limit.
+func (c *Config) Lookup(domain string, entries []Entry) *RateLimit {
+	n := c.domains[domain]
+	if n == nil {
+		return nil
+	}
+	var lim *RateLimit
+	for i, e := range entries {
+		kv := e.Key + "_" + e.Value
+		next := n.children[kv]
+		if next == nil {
+			for _, w := range n.wildcards {
+				if strings.HasPrefix(kv, strings.TrimSuffix(w, "*")) {
+					next = n.children[w]
+					break
+				}
+			}
+		}
+		if next == nil {
+			next = n.children[e.Key]
+		}
+		if next == nil {
+			return nil
+		}
+		if next.limit != nil && i == len(entries)-1 {
+			lim = next.limit
+		}
+		if len(next.children) == 0 {
+			break
+		}
+		n = next
+	}
+	return lim
+}

@@ -1,0 +1,189 @@
+package rls
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+func parse(t *testing.T, src string) *Config {
+	t.Helper()
+	c, err := Parse("test.yaml", strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The matching rules of envoyproxy/ratelimit's README, case by case.
+func TestLookup(t *testing.T) {
+	c := parse(t, `
+domain: mongo_cps
+descriptors:
+  - key: database
+    value: users
+    rate_limit:
+      unit: second
+      requests_per_unit: 500
+  - key: database
+    value: default
+    rate_limit:
+      unit: second
+      requests_per_unit: 500
+---
+domain: rl
+descriptors:
+  - key: source_cluster
+    value: proxy
+    descriptors:
+      - key: destination_cluster
+        value: bar
+        rate_limit:
+          unit: minute
+          requests_per_unit: 10
+      - key: destination_cluster
+        rate_limit:
+          unit: minute
+          requests_per_unit: 20
+  - key: remote_address
+    rate_limit:
+      unit: second
+      requests_per_unit: 10
+  - key: foo
+    value: bar*
+    rate_limit:
+      unit: hour
+      requests_per_unit: 7
+  - key: client_id
+    value: healthcheck
+    rate_limit:
+      unlimited: true
+`)
+	for _, tc := range []struct {
+		domain  string
+		entries []Entry
+		want    uint32 // requests_per_unit; 0: no limit
+		unit    Unit
+	}{
+		{"mongo_cps", []Entry{{"database", "users"}}, 500, Second},
+		{"mongo_cps", []Entry{{"database", "other"}}, 0, 0},                                      // no default for database
+		{"rl", []Entry{{"source_cluster", "proxy"}, {"destination_cluster", "bar"}}, 10, Minute}, // exact
+		{"rl", []Entry{{"source_cluster", "proxy"}, {"destination_cluster", "baz"}}, 20, Minute}, // blank value: any value
+		{"rl", []Entry{{"source_cluster", "proxy"}}, 0, 0},                                       // no limit at that depth
+		{"rl", []Entry{{"source_cluster", "other"}, {"destination_cluster", "bar"}}, 0, 0},       // first level does not match
+		{"rl", []Entry{{"remote_address", "10.0.0.1"}}, 10, Second},                              // key only
+		{"rl", []Entry{{"remote_address", "10.0.0.1"}, {"path", "/x"}}, 0, 0},                    // deeper than the config
+		{"rl", []Entry{{"foo", "barbaz"}}, 7, Hour},                                              // wildcard prefix
+		{"rl", []Entry{{"foo", "ba"}}, 0, 0},                                                     // not the prefix
+		{"nope", []Entry{{"remote_address", "x"}}, 0, 0},                                         // unknown domain
+	} {
+		lim := c.Lookup(tc.domain, tc.entries)
+		got, unit := uint32(0), Unit(0)
+		if lim != nil {
+			got, unit = lim.RequestsPerUnit, lim.Unit
+		}
+		if got != tc.want || unit != tc.unit {
+			t.Errorf("%s %v: %d per %v, want %d per %v", tc.domain, tc.entries, got, unit, tc.want, tc.unit)
+		}
+	}
+	if lim := c.Lookup("rl", []Entry{{"client_id", "healthcheck"}}); lim == nil || !lim.Unlimited {
+		t.Errorf("unlimited: %+v", lim)
+	}
+}
+
+func TestReplacesShadowAndSettings(t *testing.T) {
+	c := parse(t, `
+domain: d
+descriptors:
+  - key: user
+    shadow_mode: true
+    detailed_metric: true
+    rate_limit:
+      name: per-user
+      unit: MINUTE
+      requests_per_unit: 5
+  - key: vip
+    rate_limit:
+      unit: minute
+      requests_per_unit: 50
+      replaces:
+        - name: per-user
+fleetlimit:
+  design: lease
+  window_kind: sliding
+  sync: 250ms
+  gateways: 3
+  gateway: 2
+`)
+	u := c.Lookup("d", []Entry{{"user", "a"}})
+	if u == nil || !u.ShadowMode || !u.DetailedMetric || u.Name != "per-user" || u.FullKey != "d.user" {
+		t.Fatalf("user limit %+v", u)
+	}
+	v := c.Lookup("d", []Entry{{"vip", "a"}})
+	if v == nil || len(v.Replaces) != 1 || v.Replaces[0] != "per-user" {
+		t.Fatalf("vip limit %+v", v)
+	}
+	s := c.Settings
+	if s.Design != "lease" || s.WindowKind != "sliding" || s.Sync.Milliseconds() != 250 || s.Gateways != 3 || s.Gateway != 2 {
+		t.Fatalf("settings %+v", s)
+	}
+	d := parse(t, "domain: x\n")
+	if d.Settings.Design != "shared-counter" || d.Settings.WindowKind != "fixed" || d.Settings.Timeout.Milliseconds() != 50 {
+		t.Fatalf("defaults %+v", d.Settings)
+	}
+}
+
+// Malformed files are rejected with the file, the line and the problem.
+func TestMalformed(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"descriptors: []\n", "test.yaml:1: config file cannot have empty domain"},
+		{"domain: d\ndescriptors:\n  - value: x\n", "test.yaml:3: descriptor has empty key"},
+		{"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: fortnight\n      requests_per_unit: 1\n", "test.yaml:5: invalid rate limit unit 'fortnight'"},
+		{"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      requests_per_unit: 1\n", "test.yaml:5: invalid rate limit unit ''"},
+		{"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unlimited: true\n      unit: second\n", "test.yaml:6: should not specify rate limit unit when unlimited"},
+		{"domain: d\ndescriptors:\n  - key: a\n    ratelimit:\n      unit: second\n", `test.yaml:4: config error, unknown key "ratelimit"`},
+		{"domain: d\ndescriptors:\n  - key: a\n  - key: a\n", "test.yaml:4: duplicate descriptor composite key 'd.a'"},
+		{"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      requests_per_unit: -3\n", `test.yaml:6: requests_per_unit "-3"`},
+		{"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      name: n\n      unit: second\n      requests_per_unit: 1\n      replaces:\n        - name: n\n", "test.yaml:5: replaces should not contain name of same descriptor"},
+		{"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      replaces:\n        - {}\n", "test.yaml:8: should not have an empty replaces entry"},
+		{"domain: d\ndescriptors:\n  - key: a\n    shadow_mode: maybe\n", `test.yaml:4: want true or false, not "maybe"`},
+		{"domain: d\ndescriptors:\n\t- key: a\n", "test.yaml:3: invalid YAML"},
+		{"domain: d\nfleetlimit:\n  design: magic\n", `test.yaml: fleetlimit settings: unknown design "magic"`},
+		{"domain: d\nfleetlimit:\n  colour: red\n", `test.yaml:3: unknown fleetlimit setting "colour"`},
+		{"domain: d\n---\ndomain: d\n", `test.yaml:3: duplicate domain "d"`},
+		{"", "test.yaml: no domain configured"},
+	} {
+		_, err := Parse("test.yaml", strings.NewReader(tc.src))
+		var ce *ConfigError
+		if err == nil || !errors.As(err, &ce) || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q:\n got  %v\n want %s...", tc.src, err, tc.want)
+		}
+	}
+}
+
+func TestExampleConfigLoads(t *testing.T) {
+	c, err := Load("../examples/ratelimit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lim := c.Lookup("edge", []Entry{{"remote_address", "1.2.3.4"}, {"path", "/login"}}); lim == nil || lim.RequestsPerUnit != 10 {
+		t.Fatalf("login limit %+v", lim)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	if src, err := os.ReadFile("../examples/ratelimit.yaml"); err == nil {
+		f.Add(string(src))
+	}
+	f.Add("domain: d\ndescriptors:\n  - key: a\n    value: b*\n    rate_limit: {unit: second, requests_per_unit: 1}\n")
+	f.Add("domain: [x]\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		c, err := Parse("fuzz.yaml", strings.NewReader(src))
+		if err == nil {
+			for _, d := range c.Domains() {
+				c.Lookup(d, []Entry{{"a", "b"}, {"c", ""}})
+			}
+		}
+	})
+}

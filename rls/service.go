@@ -1,0 +1,230 @@
+package rls
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/fleetlimit/fleetlimit/limiter"
+)
+
+// Service answers ShouldRateLimit with a limiter. It is safe for concurrent
+// use; SetConfig swaps the configuration without stopping requests.
+type Service struct {
+	pb.UnimplementedRateLimitServiceServer
+	cfg      atomic.Pointer[Config]
+	lim      *limiter.Limiter
+	reg      *prometheus.Registry
+	decided  *prometheus.CounterVec
+	reloads  *prometheus.CounterVec
+	requests prometheus.Counter
+}
+
+// NewService returns a Service over lim with cfg, its metrics in a new
+// registry (see Handler).
+func NewService(cfg *Config, lim *limiter.Limiter) *Service {
+	s := &Service{lim: lim, reg: prometheus.NewRegistry()}
+	s.cfg.Store(cfg)
+	s.decided = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetlimit_decisions_total",
+		Help: "Descriptor decisions by domain and outcome (over, near, within, shadow)."}, []string{"domain", "outcome"})
+	s.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetlimit_config_reloads_total",
+		Help: "Configuration reloads by result (ok, error)."}, []string{"result"})
+	s.requests = prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetlimit_requests_total", Help: "ShouldRateLimit requests."})
+	st := func(f func(limiter.Stats) float64) func() float64 { return func() float64 { return f(lim.Stats()) } }
+	s.reg.MustRegister(s.decided, s.reloads, s.requests,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetlimit_keys", Help: "Keys held by this gateway."},
+			st(func(x limiter.Stats) float64 { return float64(x.Keys) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetlimit_store_degraded", Help: "1 while the store is unreachable and the fallback decides."},
+			st(func(x limiter.Stats) float64 { return b2f(x.Degraded) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetlimit_store_errors_total", Help: "Store calls that failed or timed out."},
+			st(func(x limiter.Stats) float64 { return float64(x.StoreErrors) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetlimit_store_syncs_total", Help: "Sync batches that succeeded."},
+			st(func(x limiter.Stats) float64 { return float64(x.Syncs) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetlimit_store_sync_seconds", Help: "Duration of the last sync with the store."},
+			st(func(x limiter.Stats) float64 { return x.LastSync.Seconds() })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetlimit_fallback_decisions_total", Help: "Requests decided by the fallback."},
+			st(func(x limiter.Stats) float64 { return float64(x.Fallbacks) })),
+	)
+	return s
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Config returns the configuration in force.
+func (s *Service) Config() *Config { return s.cfg.Load() }
+
+// SetConfig puts a new configuration in force for the next requests.
+func (s *Service) SetConfig(c *Config) { s.cfg.Store(c) }
+
+// CountReload records a reload's result in the metrics.
+func (s *Service) CountReload(ok bool) {
+	s.reloads.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc()
+}
+
+// ShouldRateLimit decides every descriptor of the request; the request is
+// over the limit when any descriptor not in shadow mode is.
+func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	s.requests.Inc()
+	if req.GetDomain() == "" {
+		return nil, status.Error(codes.InvalidArgument, "rate limit domain must not be empty")
+	}
+	if len(req.GetDescriptors()) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "rate limit descriptor list must not be empty")
+	}
+	cfg := s.cfg.Load()
+	domain := req.GetDomain()
+	limits := make([]*RateLimit, len(req.Descriptors))
+	replaced := map[string]bool{}
+	for i, d := range req.Descriptors {
+		entries := make([]Entry, len(d.GetEntries()))
+		for j, e := range d.GetEntries() {
+			entries[j] = Entry{e.GetKey(), e.GetValue()}
+		}
+		if o := d.GetLimit(); o != nil {
+			u := Unit(o.GetUnit())
+			if u.Duration() == 0 {
+				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override with unknown unit %d", i, o.GetUnit())
+			}
+			limits[i] = &RateLimit{RequestsPerUnit: o.GetRequestsPerUnit(), Unit: u, FullKey: domain + "." + descKey(entries)}
+		} else {
+			limits[i] = cfg.Lookup(domain, entries)
+		}
+		if limits[i] != nil {
+			for _, r := range limits[i].Replaces {
+				replaced[r] = true
+			}
+		}
+	}
+	resp := &pb.RateLimitResponse{OverallCode: pb.RateLimitResponse_OK, Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(limits))}
+	var tightest *pb.RateLimitResponse_DescriptorStatus
+	for i, lim := range limits {
+		st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
+		resp.Statuses[i] = st
+		if lim == nil || (lim.Name != "" && replaced[lim.Name]) {
+			continue
+		}
+		st.CurrentLimit = &pb.RateLimitResponse_RateLimit{RequestsPerUnit: lim.RequestsPerUnit,
+			Unit: pb.RateLimitResponse_RateLimit_Unit(lim.Unit), Name: lim.Name}
+		if lim.Unlimited {
+			st.CurrentLimit = nil
+			st.LimitRemaining = math.MaxUint32
+			continue
+		}
+		hits := uint64(req.GetHitsAddend())
+		if h := req.Descriptors[i].GetHitsAddend(); h != nil {
+			hits = h.GetValue()
+		}
+		if hits == 0 {
+			hits = 1
+		}
+		over, remaining, reset := s.decide(ctx, domain, lim, hits)
+		st.LimitRemaining = uint32(remaining)
+		st.DurationUntilReset = durationpb.New(reset)
+		outcome := "within"
+		switch {
+		case over && lim.ShadowMode:
+			outcome = "shadow"
+		case over:
+			outcome = "over"
+			st.Code = pb.RateLimitResponse_OVER_LIMIT
+			resp.OverallCode = pb.RateLimitResponse_OVER_LIMIT
+		case float64(uint64(lim.RequestsPerUnit)-uint64(remaining)) >= cfg.Settings.NearRatio*float64(lim.RequestsPerUnit):
+			outcome = "near"
+		}
+		s.decided.WithLabelValues(domain, outcome).Inc()
+		if tightest == nil || st.LimitRemaining < tightest.LimitRemaining {
+			tightest = st
+		}
+	}
+	if cfg.Settings.ResponseHeaders && tightest != nil {
+		reset := int64(math.Ceil(tightest.GetDurationUntilReset().AsDuration().Seconds()))
+		resp.ResponseHeadersToAdd = []*corev3.HeaderValue{
+			{Key: "RateLimit-Limit", Value: strconv.FormatUint(uint64(tightest.CurrentLimit.GetRequestsPerUnit()), 10)},
+			{Key: "RateLimit-Remaining", Value: strconv.FormatUint(uint64(tightest.LimitRemaining), 10)},
+			{Key: "RateLimit-Reset", Value: strconv.FormatInt(reset, 10)},
+		}
+	}
+	return resp, nil
+}
+
+// decide counts hits against lim's key.
+func (s *Service) decide(ctx context.Context, domain string, lim *RateLimit, hits uint64) (over bool, remaining int, reset time.Duration) {
+	if lim.RequestsPerUnit == 0 {
+		return true, 0, lim.Unit.Duration()
+	}
+	if hits > math.MaxInt32 {
+		hits = math.MaxInt32
+	}
+	key := lim.FullKey + "|" + lim.Unit.String() + "|" + strconv.FormatUint(uint64(lim.RequestsPerUnit), 10)
+	d := s.lim.AllowLimit(ctx, key, limiter.Limit{Requests: int(lim.RequestsPerUnit), Window: lim.Unit.Duration()}, int(hits))
+	return !d.Allowed, d.Remaining, d.Reset
+}
+
+func descKey(entries []Entry) string {
+	var b strings.Builder
+	for i, e := range entries {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(e.Key)
+		if e.Value != "" {
+			b.WriteString("_" + e.Value)
+		}
+	}
+	return b.String()
+}
+
+// Handler serves the HTTP API: POST /json (envoyproxy/ratelimit's JSON form
+// of ShouldRateLimit: 200 when OK, 429 when over the limit), GET
+// /healthcheck, and Prometheus metrics on /metrics.
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /json", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var req pb.RateLimitRequest
+		if err := protojson.Unmarshal(body, &req); err != nil {
+			http.Error(w, "invalid RateLimitRequest JSON: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		resp, err := s.ShouldRateLimit(r.Context(), &req)
+		if err != nil {
+			http.Error(w, status.Convert(err).Message(), http.StatusBadRequest)
+			return
+		}
+		out, _ := protojson.Marshal(resp)
+		w.Header().Set("Content-Type", "application/json")
+		if resp.OverallCode == pb.RateLimitResponse_OVER_LIMIT {
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+		w.Write(out)
+	})
+	mux.HandleFunc("GET /healthcheck", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "OK")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	return mux
+}
