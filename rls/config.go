@@ -106,8 +106,12 @@ type Settings struct {
 
 // Config is a loaded configuration: one or more domains and the settings.
 type Config struct {
+	// Settings are the settings in force (a caller may override some,
+	// as serve's flags do).
 	Settings Settings
-	domains  map[string]*node
+	// FileSettings are the settings as the file gave them.
+	FileSettings Settings
+	domains      map[string]*node
 	// Source names the file, for errors and logs.
 	Source string
 	digest [32]byte // of the bytes parsed, to tell a changed file
@@ -216,6 +220,7 @@ func Parse(name string, r io.Reader) (*Config, error) {
 	if docs == 0 {
 		return nil, &ConfigError{File: name, Msg: "no domain configured"}
 	}
+	c.FileSettings = c.Settings
 	return c, c.Settings.validate(name)
 }
 

@@ -47,10 +47,10 @@ func Watch(ctx context.Context, path string, s *Service, log *slog.Logger, inter
 			log.Error("fleetlimit: config reload failed; keeping the previous config", "error", err)
 			continue
 		}
-		if cfg.Settings != s.Config().Settings {
+		if cfg.FileSettings != s.Config().FileSettings {
 			log.Warn("fleetlimit: the fleetlimit section changed; it takes effect at the next restart", "file", path)
-			cfg.Settings = s.Config().Settings
 		}
+		cfg.Settings = s.Config().Settings
 		s.SetConfig(cfg)
 		s.CountReload(true)
 		log.Info("fleetlimit: config reloaded", "file", path, "domains", len(cfg.Domains()))

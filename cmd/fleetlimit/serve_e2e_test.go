@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/fleetlimit/fleetlimit/internal/redistest"
+)
+
+// TestMain lets the test binary run as the fleetlimit command, so that the
+// end-to-end test can start real serve processes without a separate build.
+func TestMain(m *testing.M) {
+	if os.Getenv("FLEETLIMIT_E2E_CHILD") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+const e2eConfig = `domain: e2e
+descriptors:
+  - key: client
+    rate_limit:
+      unit: hour
+      requests_per_unit: %d
+fleetlimit:
+  design: lease-ask
+  sync: 100ms
+  response_headers: true
+`
+
+// Three fleetlimit serve processes on loopback share one real redis-server
+// as the gateways of one fleet; a gRPC client built from go-control-plane's
+// types drives them, and the limit is changed by a reload in the middle.
+func TestServeFleetEndToEnd(t *testing.T) {
+	srv := redistest.Start(t)
+	cfgPath := filepath.Join(t.TempDir(), "limits.yaml")
+	writeCfg := func(limit int) {
+		tmp := cfgPath + ".tmp"
+		if err := os.WriteFile(tmp, []byte(fmt.Sprintf(e2eConfig, limit)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, cfgPath); err != nil { // atomic, as config managers do
+			t.Fatal(err)
+		}
+	}
+	writeCfg(50)
+
+	const k = 3
+	var clients []pb.RateLimitServiceClient
+	var procs []*exec.Cmd
+	for i := 0; i < k; i++ {
+		grpcAddr, httpAddr := freeAddr(t), freeAddr(t)
+		cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath, "--redis", srv.Addr,
+			"--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--gateways", fmt.Sprint(k), "--gateway", fmt.Sprint(i),
+			"--reload-interval", "50ms")
+		cmd.Env = append(os.Environ(), "FLEETLIMIT_E2E_CHILD=1")
+		cmd.Stderr = &testWriter{t: t, prefix: fmt.Sprintf("serve %d: ", i)}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, cmd)
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			resp, err := http.Get("http://" + httpAddr + "/healthcheck")
+			if err == nil {
+				resp.Body.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("serve %d did not come up: %v", i, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		clients = append(clients, pb.NewRateLimitServiceClient(conn))
+	}
+
+	req := &pb.RateLimitRequest{Domain: "e2e", Descriptors: []*rlv3.RateLimitDescriptor{
+		{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "client", Value: "alice"}}}}}
+	// drive sends n requests spread over the fleet from 6 goroutines and
+	// returns how many were admitted and the last response of each kind.
+	drive := func(n int) (admitted int, ok, over *pb.RateLimitResponse) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for g := 0; g < 6; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; i < n; i += 6 {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					r, err := clients[i%k].ShouldRateLimit(ctx, req)
+					cancel()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					if r.OverallCode == pb.RateLimitResponse_OK {
+						admitted++
+						ok = r
+					} else {
+						over = r
+					}
+					mu.Unlock()
+					time.Sleep(2 * time.Millisecond)
+				}
+			}()
+		}
+		wg.Wait()
+		return
+	}
+
+	admitted, ok, over := drive(300)
+	t.Logf("limit 50 an hour: %d of 300 admitted by the fleet", admitted)
+	if admitted > 50 || admitted < 40 {
+		t.Fatalf("lease-ask fleet admitted %d with a limit of 50 (want at most 50, and most of it used)", admitted)
+	}
+	if ok == nil || over == nil {
+		t.Fatal("no OK or no OVER_LIMIT response")
+	}
+	st := over.Statuses[0]
+	if st.Code != pb.RateLimitResponse_OVER_LIMIT || st.CurrentLimit.GetRequestsPerUnit() != 50 ||
+		st.CurrentLimit.GetUnit() != pb.RateLimitResponse_RateLimit_HOUR || st.DurationUntilReset.AsDuration() > time.Hour {
+		t.Fatalf("over-limit status %v", st)
+	}
+	hd := map[string]string{}
+	for _, h := range over.ResponseHeadersToAdd {
+		hd[h.Key] = h.Value
+	}
+	if hd["RateLimit-Limit"] != "50" || hd["RateLimit-Remaining"] != "0" || hd["RateLimit-Reset"] == "" {
+		t.Fatalf("response headers %v", hd)
+	}
+
+	// Reload: a new limit, which every process must pick up.
+	writeCfg(80)
+	deadline := time.Now().Add(10 * time.Second)
+	for c := 0; c < k; c++ {
+		for {
+			r, err := clients[c].ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "e2e",
+				Descriptors: []*rlv3.RateLimitDescriptor{{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "client", Value: "probe"}}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Statuses[0].CurrentLimit.GetRequestsPerUnit() == 80 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("serve %d still has the old limit after the reload", c)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	admitted, _, _ = drive(300)
+	t.Logf("after the reload to 80 an hour: %d of 300 admitted", admitted)
+	if admitted > 80 || admitted < 64 {
+		t.Fatalf("after the reload the fleet admitted %d with a limit of 80", admitted)
+	}
+
+	// Graceful shutdown flushes and exits 0.
+	for i, p := range procs {
+		p.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- p.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("serve %d exited with %v", i, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("serve %d did not stop", i)
+		}
+	}
+}
+
+// testWriter sends a child's log lines to the test log.
+type testWriter struct {
+	t      *testing.T
+	prefix string
+	mu     sync.Mutex
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.t.Log(w.prefix + string(p))
+	return len(p), nil
+}
