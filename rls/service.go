@@ -94,6 +94,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	cfg := s.cfg.Load()
 	domain := req.GetDomain()
 	limits := make([]*RateLimit, len(req.Descriptors))
+	counters := make([]string, len(req.Descriptors)) // each distinct descriptor counts apart
 	replaced := map[string]bool{}
 	for i, d := range req.Descriptors {
 		entries := make([]Entry, len(d.GetEntries()))
@@ -109,6 +110,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		} else {
 			limits[i] = cfg.Lookup(domain, entries)
 		}
+		counters[i] = domain + "." + descKey(entries)
 		if limits[i] != nil {
 			for _, r := range limits[i].Replaces {
 				replaced[r] = true
@@ -137,7 +139,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		if hits == 0 {
 			hits = 1
 		}
-		over, remaining, reset := s.decide(ctx, domain, lim, hits)
+		over, remaining, reset := s.decide(ctx, counters[i], lim, hits)
 		st.LimitRemaining = uint32(remaining)
 		st.DurationUntilReset = durationpb.New(reset)
 		outcome := "within"
@@ -167,15 +169,17 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	return resp, nil
 }
 
-// decide counts hits against lim's key.
-func (s *Service) decide(ctx context.Context, domain string, lim *RateLimit, hits uint64) (over bool, remaining int, reset time.Duration) {
+// decide counts hits against the counter of one request descriptor (its
+// domain and every key and value, as envoyproxy/ratelimit keys its cache)
+// under lim.
+func (s *Service) decide(ctx context.Context, counter string, lim *RateLimit, hits uint64) (over bool, remaining int, reset time.Duration) {
 	if lim.RequestsPerUnit == 0 {
 		return true, 0, lim.Unit.Duration()
 	}
 	if hits > math.MaxInt32 {
 		hits = math.MaxInt32
 	}
-	key := lim.FullKey + "|" + lim.Unit.String() + "|" + strconv.FormatUint(uint64(lim.RequestsPerUnit), 10)
+	key := counter + "|" + lim.Unit.String() + "|" + strconv.FormatUint(uint64(lim.RequestsPerUnit), 10)
 	d := s.lim.AllowLimit(ctx, key, limiter.Limit{Requests: int(lim.RequestsPerUnit), Window: lim.Unit.Duration()}, int(hits))
 	return !d.Allowed, d.Remaining, d.Reset
 }

@@ -121,6 +121,20 @@ func TestShouldRateLimit(t *testing.T) {
 	}
 }
 
+// Each distinct descriptor value has its own counter, also when the limit
+// comes from a key-only (any value) entry.
+func TestEachValueCountsApart(t *testing.T) {
+	c, _ := serve(t, testConfig)
+	for _, user := range []string{"u1", "u2", "u3"} {
+		for i := 0; i < 3; i++ {
+			r := call(t, c, &pb.RateLimitRequest{Domain: "d", Descriptors: []*rlv3.RateLimitDescriptor{desc("user", user)}})
+			if r.OverallCode != pb.RateLimitResponse_OK || r.Statuses[0].LimitRemaining != uint32(2-i) {
+				t.Fatalf("%s request %d: %v", user, i, r)
+			}
+		}
+	}
+}
+
 func TestDescriptorsTogether(t *testing.T) {
 	c, _ := serve(t, testConfig)
 	// hits_addend on the request; a second descriptor with no limit is OK.

@@ -31,7 +31,7 @@ often it waits on the store) and enforces the chosen design for real.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newSimCmd(), newStudyCmd(), newServeCmd())
+	root.AddCommand(newSimCmd(), newStudyCmd(), newServeCmd(), newLoadgenCmd())
 	return root
 }
 
