@@ -133,12 +133,7 @@ func (c *counter) SyncPull(now int64, p store.Pull) {
 func (c *counter) Held() int { return 0 }
 
 // QuietSyncs: with no admits to push, a sync only refreshes the view.
-func (c *counter) QuietSyncs() int {
-	if len(c.pend.stamps) > 0 {
-		return 0
-	}
-	return Forever
-}
+func (c *counter) QuietSyncs() int { return c.pend.quietSyncs() }
 
 // Skip does nothing: the view is refreshed by the last sync before a decision.
 func (c *counter) Skip(n int) {}

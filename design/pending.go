@@ -28,3 +28,12 @@ func (p *pending) settle() {
 	p.stamps = p.stamps[:n]
 	p.pushed = 0
 }
+
+// quietSyncs is QuietSyncs for a design whose syncs only push its admits
+// (and refresh what it pulls): quiet forever while it has nothing to push.
+func (p *pending) quietSyncs() int {
+	if len(p.stamps) > 0 {
+		return 0
+	}
+	return Forever
+}

@@ -46,12 +46,7 @@ func (s *split) SyncPull(now int64, p store.Pull) { s.pend.settle() }
 func (s *split) Held() int                        { return 0 }
 
 // QuietSyncs: split's syncs only push its admits.
-func (s *split) QuietSyncs() int {
-	if len(s.pend.stamps) > 0 {
-		return 0
-	}
-	return Forever
-}
+func (s *split) QuietSyncs() int { return s.pend.quietSyncs() }
 
 // Skip does nothing: split keeps no sync state.
 func (s *split) Skip(n int) {}
