@@ -31,6 +31,7 @@ type Service struct {
 	lim      *limiter.Limiter
 	reg      *prometheus.Registry
 	decided  *prometheus.CounterVec
+	perLimit *prometheus.CounterVec
 	reloads  *prometheus.CounterVec
 	requests prometheus.Counter
 }
@@ -42,11 +43,14 @@ func NewService(cfg *Config, lim *limiter.Limiter) *Service {
 	s.cfg.Store(cfg)
 	s.decided = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetlimit_decisions_total",
 		Help: "Descriptor decisions by domain and outcome (over, near, within, shadow)."}, []string{"domain", "outcome"})
+	s.perLimit = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetlimit_limit_decisions_total",
+		Help: "Decisions by configured limit (domain.key_value path; with detailed_metric, the request's value too) and outcome."},
+		[]string{"limit", "outcome"})
 	s.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetlimit_config_reloads_total",
 		Help: "Configuration reloads by result (ok, error)."}, []string{"result"})
 	s.requests = prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetlimit_requests_total", Help: "ShouldRateLimit requests."})
 	st := func(f func(limiter.Stats) float64) func() float64 { return func() float64 { return f(lim.Stats()) } }
-	s.reg.MustRegister(s.decided, s.reloads, s.requests,
+	s.reg.MustRegister(s.decided, s.perLimit, s.reloads, s.requests,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetlimit_keys", Help: "Keys held by this gateway."},
 			st(func(x limiter.Stats) float64 { return float64(x.Keys) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetlimit_store_degraded", Help: "1 while the store is unreachable and the fallback decides."},
@@ -95,6 +99,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	domain := req.GetDomain()
 	limits := make([]*RateLimit, len(req.Descriptors))
 	counters := make([]string, len(req.Descriptors)) // each distinct descriptor counts apart
+	lastValue := make([]string, len(req.Descriptors))
 	replaced := map[string]bool{}
 	for i, d := range req.Descriptors {
 		entries := make([]Entry, len(d.GetEntries()))
@@ -111,6 +116,9 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			limits[i] = cfg.Lookup(domain, entries)
 		}
 		counters[i] = domain + "." + descKey(entries)
+		if len(entries) > 0 {
+			lastValue[i] = entries[len(entries)-1].Value
+		}
 		if limits[i] != nil {
 			for _, r := range limits[i].Replaces {
 				replaced[r] = true
@@ -154,6 +162,11 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			outcome = "near"
 		}
 		s.decided.WithLabelValues(domain, outcome).Inc()
+		name := lim.FullKey
+		if lim.DetailedMetric && lastValue[i] != "" && !strings.HasSuffix(name, "_"+lastValue[i]) {
+			name += "_" + lastValue[i]
+		}
+		s.perLimit.WithLabelValues(name, outcome).Inc()
 		if tightest == nil || st.LimitRemaining < tightest.LimitRemaining {
 			tightest = st
 		}

@@ -208,7 +208,8 @@ func TestHTTPAPI(t *testing.T) {
 	if codes != "200 200 200 429 " {
 		t.Fatalf("codes %s", codes)
 	}
-	for path, want := range map[string]string{"/healthcheck": "OK", "/metrics": `fleetlimit_decisions_total{domain="d",outcome="over"} 1`} {
+	for path, want := range map[string]string{"/healthcheck": "OK", "/metrics": `fleetlimit_decisions_total{domain="d",outcome="over"} 1`,
+		"/metrics?": `fleetlimit_limit_decisions_total{limit="d.user",outcome="over"} 1`} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
@@ -291,4 +292,27 @@ func FuzzShouldRateLimit(f *testing.F) {
 			t.Fatalf("%d statuses for %d descriptors", len(resp.Statuses), len(req.Descriptors))
 		}
 	})
+}
+
+// detailed_metric adds the request's value to the limit's metric name, as
+// envoyproxy/ratelimit does for its stats.
+func TestDetailedMetric(t *testing.T) {
+	c, svc := serve(t, "domain: d\ndescriptors:\n  - key: k\n    detailed_metric: true\n    rate_limit: {unit: minute, requests_per_unit: 5}\n  - key: plain\n    rate_limit: {unit: minute, requests_per_unit: 5}\n")
+	call(t, c, &pb.RateLimitRequest{Domain: "d", Descriptors: []*rlv3.RateLimitDescriptor{desc("k", "v1"), desc("plain", "v2")}})
+	srv := httptest.NewServer(svc.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`limit="d.k_v1"`, `limit="d.plain"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if strings.Contains(string(b), `limit="d.plain_v2"`) {
+		t.Error("a limit without detailed_metric names the request's value")
+	}
 }
