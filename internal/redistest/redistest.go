@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,3 +113,83 @@ func (s *Server) Stop() {
 func (s *Server) Client() *redis.Client { return redis.NewClient(&redis.Options{Addr: s.Addr}) }
 
 func (s *Server) String() string { return fmt.Sprintf("redis-server %s", s.Addr) }
+
+// StartCluster starts an n-node Redis Cluster (masters only) on free
+// loopback ports for t and returns the nodes' addresses, comma-separated.
+func StartCluster(t testing.TB, n int) string {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		if os.Getenv("FLEETLIMIT_REQUIRE_REDIS") != "" {
+			t.Fatalf("redis-server is required but not found: %v", err)
+		}
+		t.Skip("redis-server not installed; ./scripts/test installs it")
+	}
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Skip("redis-cli not installed")
+	}
+	var addrs []string
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		// The cluster bus listens on port+10000: it must be free too.
+		if port+10000 > 65535 {
+			i--
+			continue
+		}
+		dir := t.TempDir()
+		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--save", "", "--appendonly", "no", "--dir", dir,
+			"--logfile", filepath.Join(dir, "redis.log"))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		waitPing(t, addr)
+		addrs = append(addrs, addr)
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, a := range addrs {
+		for {
+			out, _ := exec.Command(cli, "-h", "127.0.0.1", "-p", a[len("127.0.0.1:"):], "cluster", "info").Output()
+			if strings.Contains(string(out), "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cluster node %s not ready:\n%s", a, out)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return strings.Join(addrs, ",")
+}
+
+func waitPing(t testing.TB, addr string) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := rdb.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server on %s did not answer: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
@@ -43,4 +45,19 @@ func indexByte(s string, b byte) int {
 		}
 	}
 	return -1
+}
+
+// The same contract on a three-node Redis Cluster: each key's two Redis
+// keys share a slot, and batched syncs span nodes.
+func TestContractOnCluster(t *testing.T) {
+	addrs := redistest.StartCluster(t, 3)
+	st, err := redisstore.Dial(context.Background(), addrs, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, ok := st.Client().(*redis.ClusterClient); !ok {
+		t.Fatalf("Dial(%s) made a %T, not a cluster client", addrs, st.Client())
+	}
+	storetest.Run(t, func(t *testing.T) store.Backend { return st })
 }
