@@ -41,8 +41,8 @@ var (
 	Floods        = []float64{1.5, 3, 10, 30, 100, 300, 1000}
 	BusyGateways  = []int{2, 8, 32}
 	// BusySyncs spans the study's Δ over two decades. The study leaves the
-	// busy key's Δ open; all five would add about 20 s to the full grid
-	// (docs/performance.md).
+	// busy key's Δ open; all five made that part alone take 51 s instead
+	// of 27 s (docs/performance.md).
 	BusySyncs   = []time.Duration{100 * time.Millisecond, time.Second, 10 * time.Second}
 	BusyTraffic = []string{"steady:0.8", "steady:1"}
 )
