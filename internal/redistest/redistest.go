@@ -81,22 +81,7 @@ func (s *Server) Restart() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
-	defer rdb.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := rdb.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			s.t.Fatalf("redis-server on %s did not answer within 10s: %v\n%s", s.Addr, err, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitPing(s.t, s.Addr, filepath.Join(s.dir, "redis.log"))
 }
 
 // Stop kills the server and waits for it to exit.
@@ -151,7 +136,7 @@ func StartCluster(t testing.TB, n int) string {
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		addr := "127.0.0.1:" + strconv.Itoa(port)
-		waitPing(t, addr)
+		waitPing(t, addr, filepath.Join(dir, "redis.log"))
 		addrs = append(addrs, addr)
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
@@ -175,7 +160,9 @@ func StartCluster(t testing.TB, n int) string {
 	return strings.Join(addrs, ",")
 }
 
-func waitPing(t testing.TB, addr string) {
+// waitPing waits up to 10 s for the server at addr to answer, and fails t
+// with the server's log if it does not.
+func waitPing(t testing.TB, addr, logFile string) {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
@@ -188,7 +175,8 @@ func waitPing(t testing.TB, addr string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s did not answer: %v", addr, err)
+			log, _ := os.ReadFile(logFile)
+			t.Fatalf("redis-server on %s did not answer within 10s: %v\n%s", addr, err, log)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
