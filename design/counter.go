@@ -111,6 +111,7 @@ func (c *counter) SyncPush(now int64) store.Push {
 		Admits:  admits,
 		Seq:     seq,
 		Horizon: HorizonSyncs * int64(c.cfg.Sync),
+		WantOwn: c.mode == modeTrackShare,
 	}
 }
 

@@ -33,6 +33,9 @@ type Push struct {
 	// Horizon is how far ahead, in nanoseconds, the gateway wants to know
 	// which stamps leave the window (see Pull.Expiring); 0 asks for none.
 	Horizon int64
+	// WantOwn asks for Pull.Own, which may cost the store a scan of the
+	// window; without it a store may leave Own at 0.
+	WantOwn bool
 }
 
 // Pull is the store's answer to a Push.
@@ -40,7 +43,8 @@ type Pull struct {
 	// Count is the number of admitted timestamps inside the window at the
 	// sync, including the ones just pushed.
 	Count int
-	// Own is how many of Count were admitted by the pushing gateway.
+	// Own is how many of Count were admitted by the pushing gateway
+	// (when the push set WantOwn).
 	Own int
 	// Expiring are the stamps counted in Count that leave the window
 	// before now+Horizon, ascending. It is read-only and valid only until

@@ -1,6 +1,7 @@
 // Package redisstore is the store protocol of fleetlimit on Redis: an exact
-// per-key log of admitted timestamps, batched pipelined syncs of many keys,
-// the central check and lease grants, each as one atomic Lua script.
+// per-key log of admitted timestamps, batched pipelined syncs of many keys
+// (up to 100 keys of one Cluster slot per script call), the central check
+// and lease grants, each as one atomic Lua script.
 //
 // Each key's data lives in two Redis keys sharing a hash tag, so the store
 // works on Redis Cluster. Times are kept to the microsecond. A retried sync
@@ -112,46 +113,107 @@ func (s *Store) Sync(ctx context.Context, now int64, items []store.SyncItem) err
 	return err
 }
 
+// scriptBatch is the most keys one sync script call handles, so that a
+// call never holds Redis for long.
+const scriptBatch = 100
+
 func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem) error {
-	cmds := make([]*redis.Cmd, len(items))
+	groups := s.groups(items)
+	cmds := make([]*redis.Cmd, len(groups))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range items {
-			it := &items[i]
-			pu := it.Push
-			var until int64
-			if pu.Horizon > 0 {
-				until = usUp(it.Key.Window.Lo(now + pu.Horizon))
+		for g, idx := range groups {
+			keys := make([]string, 0, 2*len(idx))
+			var args []any
+			for _, i := range idx {
+				it := &items[i]
+				pu := it.Push
+				var until int64
+				if pu.Horizon > 0 {
+					until = usUp(it.Key.Window.Lo(now + pu.Horizon))
+				}
+				keys = append(keys, s.Keys(it.Key.Name)...)
+				args = append(args, head(now, it.Key, pu.Horizon)...)
+				wantOwn := 0
+				if pu.WantOwn {
+					wantOwn = 1
+				}
+				args = append(args, us(now), pu.Gateway, pu.Seq, pu.Ask, until, wantOwn, len(pu.Admits))
+				for _, t := range pu.Admits {
+					args = append(args, us(t))
+				}
 			}
-			args := head(now, it.Key, pu.Horizon)
-			args = append(args, us(now), pu.Gateway, pu.Seq, pu.Ask, until, len(pu.Admits))
-			for _, t := range pu.Admits {
-				args = append(args, us(t))
-			}
-			cmds[i] = syncScript.EvalSha(ctx, p, s.Keys(it.Key.Name), args...)
+			cmds[g] = syncScript.EvalSha(ctx, p, keys, args...)
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for i, c := range cmds {
+	for g, c := range cmds {
 		vals, err := c.Int64Slice()
 		if err != nil {
 			return err
 		}
-		if len(vals) < 3 {
-			return fmt.Errorf("redisstore: sync of %q answered %v", items[i].Key.Name, vals)
-		}
-		pull := store.Pull{Count: int(vals[0]), Own: int(vals[1]), Granted: int(vals[2])}
-		if len(vals) > 3 {
-			pull.Expiring = make([]int64, len(vals)-3)
-			for j, v := range vals[3:] {
-				pull.Expiring[j] = v * 1000
+		for _, i := range groups[g] {
+			if len(vals) < 4 || len(vals) < 4+int(vals[3]) {
+				return fmt.Errorf("redisstore: sync of %q answered %v", items[i].Key.Name, vals)
 			}
+			pull := store.Pull{Count: int(vals[0]), Own: int(vals[1]), Granted: int(vals[2])}
+			if m := int(vals[3]); m > 0 {
+				pull.Expiring = make([]int64, m)
+				for j, v := range vals[4 : 4+m] {
+					pull.Expiring[j] = v * 1000
+				}
+			}
+			items[i].Pull = pull
+			vals = vals[4+int(vals[3]):]
 		}
-		items[i].Pull = pull
 	}
 	return nil
+}
+
+// groups splits items into script calls of at most scriptBatch keys; on a
+// Cluster a call's keys must share a slot, so items are grouped by slot.
+func (s *Store) groups(items []store.SyncItem) [][]int {
+	var groups [][]int
+	_, cluster := s.rdb.(*redis.ClusterClient)
+	bySlot := map[uint16]int{} // slot -> open group
+	for i := range items {
+		var sl uint16
+		if cluster {
+			sl = slot(s.Keys(items[i].Key.Name)[0])
+		}
+		g, ok := bySlot[sl]
+		if !ok || len(groups[g]) == scriptBatch {
+			g = len(groups)
+			groups = append(groups, nil)
+			bySlot[sl] = g
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
+// slot is the Redis Cluster slot of a key: CRC16 (XMODEM) of its hash tag
+// (the part between the first "{" and the next "}", when not empty) mod 16384.
+func slot(key string) uint16 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for k := 0; k < len(key); k++ {
+		crc ^= uint16(key[k]) << 8
+		for b := 0; b < 8; b++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
 }
 
 // Central is the central check, one round trip.

@@ -41,13 +41,13 @@ func Run(t *testing.T, newBackend func(t *testing.T) store.Backend) {
 	t.Run("push and pull", func(t *testing.T) {
 		b, k := newBackend(t), key(t, 100, sliding)
 		sync1(t, b, at(500), k, store.Push{Gateway: 1, Admits: []int64{at(200), at(400)}, Seq: 1})
-		p := sync1(t, b, at(600), k, store.Push{Gateway: 0, Admits: []int64{at(100), at(300), at(500)}, Seq: 1})
+		p := sync1(t, b, at(600), k, store.Push{Gateway: 0, Admits: []int64{at(100), at(300), at(500)}, Seq: 1, WantOwn: true})
 		if p.Count != 5 || p.Own != 3 {
 			t.Fatalf("count %d own %d, want 5 and 3", p.Count, p.Own)
 		}
 		// At 10.25 s the stamps at 0.1 s and 0.2 s have left; with a
 		// horizon of 1 s, those leaving before 11.25 s are 0.3 to 0.5.
-		p = sync1(t, b, at(10250), k, store.Push{Gateway: 1, Horizon: time.Second.Nanoseconds()})
+		p = sync1(t, b, at(10250), k, store.Push{Gateway: 1, Horizon: time.Second.Nanoseconds(), WantOwn: true})
 		if p.Count != 3 || p.Own != 1 {
 			t.Fatalf("after ageing: count %d own %d, want 3 and 1", p.Count, p.Own)
 		}
@@ -159,7 +159,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) store.Backend) {
 		for i := range items {
 			items[i] = store.SyncItem{
 				Key:  store.Key{Name: fmt.Sprintf("%s/%d", t.Name(), i), Limit: 5 + i%3, Window: sliding},
-				Push: store.Push{Gateway: i % 4, Admits: make([]int64, i%5), Seq: 1, Ask: 3},
+				Push: store.Push{Gateway: i % 4, Admits: make([]int64, i%5), Seq: 1, Ask: 3, WantOwn: true},
 			}
 			for j := range items[i].Push.Admits {
 				items[i].Push.Admits[j] = at(int64(j))
