@@ -26,6 +26,7 @@ type Server struct {
 	dir     string
 	cmd     *exec.Cmd
 	persist bool
+	bin     string
 }
 
 // Binary returns the redis-server to use: $REDIS_SERVER or the one on PATH.
@@ -34,6 +35,20 @@ func Binary() (string, error) {
 		return b, nil
 	}
 	return exec.LookPath("redis-server")
+}
+
+// requireBinary returns the redis-server to use, or skips t when none is
+// installed (failing instead when FLEETLIMIT_REQUIRE_REDIS is set).
+func requireBinary(t testing.TB) string {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		if os.Getenv("FLEETLIMIT_REQUIRE_REDIS") != "" {
+			t.Fatalf("redis-server is required but not found: %v", err)
+		}
+		t.Skip("redis-server not installed; ./scripts/test installs it")
+	}
+	return bin
 }
 
 // Start starts a redis-server for t, or skips t when none is installed
@@ -47,21 +62,14 @@ func StartPersistent(t testing.TB) *Server { t.Helper(); return start(t, true) }
 
 func start(t testing.TB, persist bool) *Server {
 	t.Helper()
-	bin, err := Binary()
-	if err != nil {
-		if os.Getenv("FLEETLIMIT_REQUIRE_REDIS") != "" {
-			t.Fatalf("redis-server is required but not found: %v", err)
-		}
-		t.Skip("redis-server not installed; ./scripts/test installs it")
-	}
+	bin := requireBinary(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), t: t, port: port, dir: t.TempDir(), persist: persist}
-	_ = bin
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), t: t, port: port, dir: t.TempDir(), persist: persist, bin: bin}
 	s.Restart()
 	t.Cleanup(s.Stop)
 	return s
@@ -70,14 +78,13 @@ func start(t testing.TB, persist bool) *Server {
 // Restart starts the server again on the same port after Stop.
 func (s *Server) Restart() {
 	s.t.Helper()
-	bin, _ := Binary()
 	aof := []string{"--appendonly", "no"}
 	if s.persist {
 		aof = []string{"--appendonly", "yes", "--appendfsync", "always"}
 	}
 	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "",
 		"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log")}, aof...)
-	s.cmd = exec.Command(bin, args...)
+	s.cmd = exec.Command(s.bin, args...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
@@ -103,13 +110,7 @@ func (s *Server) String() string { return fmt.Sprintf("redis-server %s", s.Addr)
 // loopback ports for t and returns the nodes' addresses, comma-separated.
 func StartCluster(t testing.TB, n int) string {
 	t.Helper()
-	bin, err := Binary()
-	if err != nil {
-		if os.Getenv("FLEETLIMIT_REQUIRE_REDIS") != "" {
-			t.Fatalf("redis-server is required but not found: %v", err)
-		}
-		t.Skip("redis-server not installed; ./scripts/test installs it")
-	}
+	bin := requireBinary(t)
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
 		t.Skip("redis-cli not installed")
