@@ -51,8 +51,7 @@ type counter struct {
 	exp    []int64 // stamps of count that leave the window soon, ascending
 	expOut int     // how many of exp have left
 
-	pend  pending // own admits since the last sync
-	ownLo int     // pend.stamps[:ownLo] have left the window
+	local local // own admits: since the last sync, and for the fallback
 
 	share float64 // track-share: own share of recent admits, clamped
 	floor float64 // track-share: the share's floor
@@ -60,7 +59,7 @@ type counter struct {
 
 func newCounter(c Config, m counterMode) Gateway {
 	k := float64(c.Gateways)
-	return &counter{cfg: c, mode: m, limit: float64(c.Limit), share: 1 / k, floor: 1 / (2 * k)}
+	return &counter{cfg: c, mode: m, limit: float64(c.Limit), share: 1 / k, floor: 1 / (2 * k), local: newLocal(c)}
 }
 
 // known is the store's count from the last sync less what has aged out.
@@ -72,17 +71,10 @@ func (c *counter) known(lo int64) int {
 }
 
 // own is this gateway's admits since the last sync still in the window.
-func (c *counter) own(lo int64) int {
-	s := c.pend.stamps
-	for c.ownLo < len(s) && s[c.ownLo] < lo {
-		c.ownLo++
-	}
-	return len(s) - c.ownLo
-}
+func (c *counter) own(now int64) int { return len(c.local.stamps) - c.local.sinceSync(now) }
 
-func (c *counter) Decide(now int64, n int) (Decision, Query) {
-	lo := c.cfg.Window.Lo(now)
-	known, own := c.known(lo), c.own(lo)
+func (c *counter) Decide(now int64, n int) (Verdict, store.Query) {
+	known, own := c.known(c.cfg.Window.Lo(now)), c.own(now)
 	// A request of cost n is admitted when n unit requests in a row at now
 	// would all be: the rule is applied to its last unit.
 	last := own + n - 1
@@ -96,16 +88,23 @@ func (c *counter) Decide(now int64, n int) (Decision, Query) {
 		ok = float64(known)+float64(last)/c.share < c.limit
 	}
 	if !ok {
-		return Reject, Query{}
+		return Reject, store.Query{}
 	}
-	c.pend.add(now, n)
-	return Admit, Query{}
+	c.local.add(now, n)
+	return Admit, store.Query{}
 }
 
-func (c *counter) Resume(now int64, n int, q Query, a Answer) Decision { return Reject }
+func (c *counter) Resume(now int64, n int, q store.Query, a store.Answer) Verdict { return Reject }
+
+func (c *counter) Fallback(now int64, n int) Verdict {
+	if c.local.allow(now, n) {
+		return Admit
+	}
+	return Reject
+}
 
 func (c *counter) SyncPush(now int64) store.Push {
-	admits, seq := c.pend.push()
+	admits, seq := c.local.push()
 	return store.Push{
 		Gateway: c.cfg.Gateway,
 		Admits:  admits,
@@ -119,8 +118,7 @@ func (c *counter) SyncPull(now int64, p store.Pull) {
 	c.count, c.syncAt = p.Count, now
 	c.exp = append(c.exp[:0], p.Expiring...)
 	c.expOut = 0
-	c.pend.settle()
-	c.ownLo = 0
+	c.local.settle()
 	if c.mode == modeTrackShare {
 		if p.Count == 0 {
 			c.share = 1 / float64(c.cfg.Gateways)
@@ -134,7 +132,7 @@ func (c *counter) SyncPull(now int64, p store.Pull) {
 func (c *counter) Held() int { return 0 }
 
 // QuietSyncs: with no admits to push, a sync only refreshes the view.
-func (c *counter) QuietSyncs() int { return c.pend.quietSyncs() }
+func (c *counter) QuietSyncs() int { return c.local.quietSyncs() }
 
 // Skip does nothing: the view is refreshed by the last sync before a decision.
 func (c *counter) Skip(n int) {}
@@ -142,15 +140,15 @@ func (c *counter) Skip(n int) {}
 // PullsView is true: the view comes from the last pull.
 func (c *counter) PullsView() bool { return true }
 
-// Record counts n admits the driver made on its own.
-func (c *counter) Record(now int64, n int) { c.pend.add(now, n) }
-
 // View returns the admits left by this design's rule and the next time a
 // stamp it counts leaves the window (or, when it knows of none, the end of
-// its ageing horizon, by which a sync will have told it more).
-func (c *counter) View(now int64) (int, int64) {
-	lo := c.cfg.Window.Lo(now)
-	known, own := c.known(lo), c.own(lo)
+// its ageing horizon, by which a sync will have told it more). With
+// fallback set it is the local quota's view.
+func (c *counter) View(now int64, fallback bool) (int, int64) {
+	if fallback {
+		return c.local.view(now, 0, 0, false)
+	}
+	known, own := c.known(c.cfg.Window.Lo(now)), c.own(now)
 	left := c.cfg.Limit - known
 	var rem int
 	switch c.mode {
@@ -165,8 +163,8 @@ func (c *counter) View(now int64) (int, int64) {
 	if c.expOut < len(c.exp) {
 		oldest = c.exp[c.expOut]
 	}
-	if c.ownLo < len(c.pend.stamps) {
-		oldest = min(oldest, c.pend.stamps[c.ownLo])
+	if i := c.local.sinceSync(now); i < len(c.local.stamps) {
+		oldest = min(oldest, c.local.stamps[i])
 	}
 	reset := c.syncAt + HorizonSyncs*int64(c.cfg.Sync)
 	if oldest != math.MaxInt64 {

@@ -18,12 +18,12 @@ import (
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
-// Decision is a gateway's answer to a request.
-type Decision uint8
+// Verdict is a gateway's answer to a request.
+type Verdict uint8
 
 const (
 	// Reject turns the request away.
-	Reject Decision = iota
+	Reject Verdict = iota
 	// Admit lets the request through.
 	Admit
 	// Ask means the gateway cannot decide alone: the driver sends the
@@ -32,8 +32,8 @@ const (
 )
 
 // String returns "reject", "admit" or "ask".
-func (d Decision) String() string {
-	switch d {
+func (v Verdict) String() string {
+	switch v {
 	case Reject:
 		return "reject"
 	case Admit:
@@ -41,33 +41,15 @@ func (d Decision) String() string {
 	case Ask:
 		return "ask"
 	}
-	return fmt.Sprintf("Decision(%d)", uint8(d))
-}
-
-// QueryKind says which store operation a Query needs.
-type QueryKind uint8
-
-const (
-	// QueryCentral is the central check (store Central).
-	QueryCentral QueryKind = iota + 1
-	// QueryGrant asks for lease slots (store Grant).
-	QueryGrant
-)
-
-// Query is a store operation a decision waits on.
-type Query struct {
-	Kind QueryKind
-	N    int // requests to admit (central) or slots to ask for (grant)
-}
-
-// Answer is the store's reply to a Query.
-type Answer struct {
-	Admit   bool // QueryCentral: the store admitted and logged the request
-	Count   int  // QueryCentral: the store's count in the window afterwards
-	Granted int  // QueryGrant: slots granted
+	return fmt.Sprintf("Verdict(%d)", uint8(v))
 }
 
 // Gateway is one gateway's state for one key under one design.
+//
+// A driver's whole part in a decision is three steps: Decide; if told to
+// Ask, send the Query to the store; Resume with the answer. While the store
+// cannot be reached it calls Fallback instead, the local-quota rule every
+// design shares.
 //
 // Times are nanoseconds on the driver's clock and never go backwards. A
 // Gateway is not safe for concurrent use.
@@ -75,9 +57,14 @@ type Gateway interface {
 	// Decide answers a request of cost n (n >= 1) arriving at now. When it
 	// returns Ask, the driver must send the Query to the store and call
 	// Resume with the answer before any other call.
-	Decide(now int64, n int) (Decision, Query)
+	Decide(now int64, n int) (Verdict, store.Query)
 	// Resume finishes a decision that asked the store.
-	Resume(now int64, n int, q Query, a Answer) Decision
+	Resume(now int64, n int, q store.Query, a store.Answer) Verdict
+	// Fallback decides a request of cost n alone, while the store cannot
+	// be reached: admit while this gateway's own admits in the window
+	// would be at most ceil(L/K). Its admits reach the store at the next
+	// sync.
+	Fallback(now int64, n int) Verdict
 	// SyncPush starts a sync: what this gateway sends the store.
 	SyncPush(now int64) store.Push
 	// SyncPull ends a sync with the store's answer to the last SyncPush.
@@ -85,14 +72,11 @@ type Gateway interface {
 	// Held returns the lease slots this gateway holds unused (0 outside
 	// the lease designs).
 	Held() int
-	// Record notes n requests at now that the driver admitted on its own
-	// (a fallback while the store is unreachable), so that the store
-	// learns of them at the next sync and the design counts them.
-	Record(now int64, n int)
 	// View returns how many more requests this gateway would admit at now
 	// as it sees the key, and the time its view next frees budget; 0 when
 	// the design cannot tell (it learns at its next sync or round trip).
-	View(now int64) (remaining int, reset int64)
+	// With fallback set it is the view of the Fallback rule.
+	View(now int64, fallback bool) (remaining int, reset int64)
 }
 
 // Config is what every design is built from.
@@ -123,15 +107,19 @@ func (c Config) Validate() error {
 
 // Info describes a registered design.
 type Info struct {
-	Name    string
+	// Name is the design's name in the registry, e.g. "shared-counter".
+	Name string
+	// Summary is its rule in one line.
 	Summary string
 	// Leases is true for designs that hold granted slots (see Gateway.Held).
 	Leases bool
-	// RoundTrips is true for designs that may ask the store per request.
-	RoundTrips bool
-	// NoSync is true for designs whose syncs carry nothing (central-log).
+	// NoSync is true for designs whose syncs carry nothing but the
+	// Fallback's admits (central-log): a driver syncs such a gateway only
+	// when it has some to push (Lazy.QuietSyncs is 0). The simulator has
+	// no fallback, so it neither runs nor counts their syncs.
 	NoSync bool
-	New    func(Config) Gateway
+	// New builds the design for one gateway from a valid Config.
+	New func(Config) Gateway
 }
 
 var registry = map[string]Info{}
@@ -188,9 +176,8 @@ func New(name string, c Config) (Gateway, error) {
 }
 
 // Lazy is implemented by designs whose syncs can be left out, exactly, while
-// they would change nothing. A driver that runs many gateways on virtual time
-// (the simulator) uses it to skip the syncs of idle gateways; the live
-// runtime need not.
+// they would change nothing. The simulator uses it to skip the syncs of idle
+// gateways; the live limiter to leave quiet keys out of a sync.
 type Lazy interface {
 	// QuietSyncs returns how many of this gateway's next syncs would
 	// change nothing in the store or in the gateway (beyond what Skip

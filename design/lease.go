@@ -14,11 +14,10 @@ func init() {
 		New:     func(c Config) Gateway { return newLease(c, false) },
 	})
 	register(Info{
-		Name:       "lease-ask",
-		Summary:    "lease that asks for nothing after an idle interval and goes to the store when empty",
-		Leases:     true,
-		RoundTrips: true,
-		New:        func(c Config) Gateway { return newLease(c, true) },
+		Name:    "lease-ask",
+		Summary: "lease that asks for nothing after an idle interval and goes to the store when empty",
+		Leases:  true,
+		New:     func(c Config) Gateway { return newLease(c, true) },
 	})
 }
 
@@ -29,7 +28,7 @@ type lease struct {
 	cfg   Config
 	ask   bool // lease-ask
 	grant int  // unused granted slots
-	pend  pending
+	local local
 
 	// arrivals per sync interval over the last window: a ring of
 	// len(intervals) buckets whose sum is sum; cur is the open interval.
@@ -50,7 +49,7 @@ type lease struct {
 func newLease(c Config, ask bool) Gateway {
 	n := int(math.Round(float64(c.Window.Size) / float64(c.Sync)))
 	n = max(n, 1)
-	return &lease{cfg: c, ask: ask, intervals: make([]int, n)}
+	return &lease{cfg: c, ask: ask, intervals: make([]int, n), local: newLocal(c)}
 }
 
 // want is ceil(1.5 r + 1) for the closed intervals of the last window.
@@ -59,28 +58,37 @@ func (l *lease) want() int {
 	return int(math.Ceil(1.5*r + 1))
 }
 
-func (l *lease) Decide(now int64, n int) (Decision, Query) {
+func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 	l.cur += n
 	if l.grant >= n {
 		l.grant -= n
-		l.pend.add(now, n)
-		return Admit, Query{}
+		l.local.add(now, n)
+		return Admit, store.Query{}
 	}
 	if !l.ask || l.wait || l.syncing {
-		return Reject, Query{}
+		return Reject, store.Query{}
 	}
-	return Ask, Query{Kind: QueryGrant, N: max(n-l.grant, l.want())}
+	return Ask, store.Query{Kind: store.QueryGrant, N: max(n-l.grant, l.want())}
 }
 
-func (l *lease) Resume(now int64, n int, q Query, a Answer) Decision {
+func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
 	l.grant += a.Granted
 	if l.grant < n {
 		l.wait = true
 		return Reject
 	}
 	l.grant -= n
-	l.pend.add(now, n)
+	l.local.add(now, n)
 	return Admit
+}
+
+// Fallback is the local quota; the slots held stay held for the next sync
+// to hand back.
+func (l *lease) Fallback(now int64, n int) Verdict {
+	if l.local.allow(now, n) {
+		return Admit
+	}
+	return Reject
 }
 
 func (l *lease) SyncPush(now int64) store.Push {
@@ -96,16 +104,16 @@ func (l *lease) SyncPush(now int64) store.Push {
 	if l.ask && l.last == 0 {
 		ask = 0
 	}
-	admits, seq := l.pend.push()
-	p := store.Push{Gateway: l.cfg.Gateway, Admits: admits, Seq: seq, Return: l.grant, Ask: ask}
-	l.grant = 0 // handed back; a new grant comes with the pull
+	admits, seq := l.local.push()
+	p := store.Push{Gateway: l.cfg.Gateway, Admits: admits, Seq: seq, Ask: ask}
+	l.grant = 0 // handed back by the push; a new grant comes with the pull
 	l.syncing = true
 	return p
 }
 
 func (l *lease) SyncPull(now int64, p store.Pull) {
 	l.grant = p.Granted
-	l.pend.settle()
+	l.local.settle()
 	l.wait = false
 	l.syncing = false
 }
@@ -121,7 +129,7 @@ func (l *lease) Held() int { return l.grant }
 // lease-ask asks for nothing after an idle interval, so once it holds nothing
 // every later sync is quiet.
 func (l *lease) QuietSyncs() int {
-	if l.cur > 0 || len(l.pend.stamps) > 0 {
+	if l.cur > 0 || l.local.unsynced() {
 		return 0
 	}
 	if l.ask {
@@ -171,9 +179,11 @@ func (l *lease) Skip(n int) {
 // PullsView is false: a lease's state is its own.
 func (l *lease) PullsView() bool { return false }
 
-// Record counts n admits the driver made on its own: they reach the store as
-// stamps at the next sync.
-func (l *lease) Record(now int64, n int) { l.pend.add(now, n) }
-
 // View returns the slots held; more come only with a sync or round trip.
-func (l *lease) View(now int64) (int, int64) { return l.grant, 0 }
+// With fallback set it is the local quota's view.
+func (l *lease) View(now int64, fallback bool) (int, int64) {
+	if fallback {
+		return l.local.view(now, 0, 0, false)
+	}
+	return l.grant, 0
+}

@@ -1,52 +1,47 @@
 package design
 
-import (
-	"github.com/fleetlimit/fleetlimit/store"
-	"github.com/fleetlimit/fleetlimit/window"
-)
+import "github.com/fleetlimit/fleetlimit/store"
 
 func init() {
 	register(Info{
 		Name:    "split",
 		Summary: "no sharing: each gateway admits up to L/K per window on its own",
-		New:     newSplit,
+		New:     func(c Config) Gateway { return &split{gw: c.Gateway, local: newLocal(c)} },
 	})
 }
 
-// split admits while its own admits in the window are fewer than L/K,
-// compared as real numbers: at most ceil(L/K) per window. Its syncs only
-// push its admits, so the store's log stays the truth; it ignores the pull.
+// split is the local quota alone: it admits while its own admits in the
+// window are fewer than L/K, compared as real numbers, so at most ceil(L/K)
+// per window. Its syncs only push its admits, so the store's log stays the
+// truth; it ignores the pull. Its fallback is its rule.
 type split struct {
-	cfg  Config
-	log  *window.Log
-	pend pending
+	gw    int
+	local local
 }
 
-func newSplit(c Config) Gateway {
-	quota := (c.Limit + c.Gateways - 1) / c.Gateways // own < L/K  <=>  own+1 <= ceil(L/K)
-	return &split{cfg: c, log: window.New(c.Window, quota)}
+func (s *split) Decide(now int64, n int) (Verdict, store.Query) {
+	return s.Fallback(now, n), store.Query{}
 }
 
-func (s *split) Decide(now int64, n int) (Decision, Query) {
-	if s.log.Allow(now, n) {
-		s.pend.add(now, n)
-		return Admit, Query{}
+func (s *split) Resume(now int64, n int, q store.Query, a store.Answer) Verdict { return Reject }
+
+func (s *split) Fallback(now int64, n int) Verdict {
+	if s.local.allow(now, n) {
+		return Admit
 	}
-	return Reject, Query{}
+	return Reject
 }
-
-func (s *split) Resume(now int64, n int, q Query, a Answer) Decision { return Reject }
 
 func (s *split) SyncPush(now int64) store.Push {
-	admits, seq := s.pend.push()
-	return store.Push{Gateway: s.cfg.Gateway, Admits: admits, Seq: seq}
+	admits, seq := s.local.push()
+	return store.Push{Gateway: s.gw, Admits: admits, Seq: seq}
 }
 
-func (s *split) SyncPull(now int64, p store.Pull) { s.pend.settle() }
+func (s *split) SyncPull(now int64, p store.Pull) { s.local.settle() }
 func (s *split) Held() int                        { return 0 }
 
 // QuietSyncs: split's syncs only push its admits.
-func (s *split) QuietSyncs() int { return s.pend.quietSyncs() }
+func (s *split) QuietSyncs() int { return s.local.quietSyncs() }
 
 // Skip does nothing: split keeps no sync state.
 func (s *split) Skip(n int) {}
@@ -54,18 +49,8 @@ func (s *split) Skip(n int) {}
 // PullsView is false: split ignores what it pulls.
 func (s *split) PullsView() bool { return false }
 
-// Record counts n admits the driver made on its own.
-func (s *split) Record(now int64, n int) {
-	s.log.Allow(now, n)
-	s.pend.add(now, n)
-}
-
 // View returns what is left of this gateway's quota and when its oldest
-// admit leaves the window.
-func (s *split) View(now int64) (int, int64) {
-	used := s.log.Count(now)
-	if oldest, ok := s.log.Oldest(); ok {
-		return s.log.Limit() - used, s.cfg.Window.Reset(now, oldest)
-	}
-	return s.log.Limit(), now
+// admit leaves the window; its rule and its fallback are one.
+func (s *split) View(now int64, fallback bool) (int, int64) {
+	return s.local.view(now, 0, 0, false)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -60,16 +61,10 @@ func (tl timeline) run(t *testing.T) {
 			rt := ""
 			if d == design.Ask {
 				rt = "+rt"
-				var a design.Answer
-				switch q.Kind {
-				case design.QueryCentral:
-					a.Admit, a.Count = key.Central(now, st.gw, q.N)
-				case design.QueryGrant:
-					a.Granted = key.Grant(now, st.gw, q.N)
-				default:
+				if q.Kind != store.QueryCentral && q.Kind != store.QueryGrant {
 					t.Fatalf("step %d: ask with query kind %d", i, q.Kind)
 				}
-				d = g.Resume(now, 1, q, a)
+				d = g.Resume(now, 1, q, key.Answer(now, st.gw, q))
 			}
 			got = d.String() + rt
 		}

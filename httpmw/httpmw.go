@@ -41,7 +41,8 @@ func ClientIP() KeyFunc {
 type Options struct {
 	// Key names a request's key; default ClientIP().
 	Key KeyFunc
-	// Cost is a request's cost; default 1.
+	// Cost is a request's cost, at least 1; default 1. A cost below 1 is
+	// answered 500 Internal Server Error and never reaches the handler.
 	Cost func(*http.Request) int
 	// Rejected writes the response to a request over the limit, after
 	// the headers are set; default a plain-text 429.
@@ -64,7 +65,11 @@ func New(l *limiter.Limiter, opt Options) func(http.Handler) http.Handler {
 			if opt.Cost != nil {
 				n = opt.Cost(r)
 			}
-			d := l.AllowN(r.Context(), opt.Key(r), n)
+			d, err := l.AllowN(r.Context(), opt.Key(r), n)
+			if err != nil { // a Cost below 1: the caller's bug, never a silent admit
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
 			SetHeaders(w.Header(), d)
 			if !d.Allowed {
 				opt.Rejected.ServeHTTP(w, r)

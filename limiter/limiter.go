@@ -5,12 +5,14 @@
 // A Limiter holds many keys, created on demand and evicted when idle, and a
 // background loop that syncs them all with the store every Δ in one batch.
 // When the store cannot be reached, Allow never waits longer than the
-// store timeout: it falls back to the split design's local quota (or, with
-// FailClosed, rejects) until a sync succeeds again. It must never block a
+// store timeout: each key falls back to its design's local quota, ceil(L/K)
+// of this gateway's own admits per window (or, with FailClosed, rejects),
+// until a sync succeeds again. It must never block a
 // request on a sync, nor count an admit twice.
 package limiter
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,8 +72,8 @@ type Config struct {
 
 // Limit is a per-key limit that overrides the Limiter's default.
 type Limit struct {
-	Requests int
-	Window   time.Duration
+	Requests int           // L, at least 1
+	Window   time.Duration // W, positive
 }
 
 // Decision is the answer to one request.
@@ -134,168 +136,124 @@ type Limiter struct {
 	clock  *coarseClock // nil when Config.Now was given
 }
 
-// coarseClock is the wall clock read by a ticker, never going backwards.
-// Limiters of one process share one per resolution, so their decisions are
-// on one clock.
-type coarseClock struct {
-	ns   atomic.Int64
-	stop chan struct{}
-	res  time.Duration
-	refs int
-}
-
-var clocks struct {
-	sync.Mutex
-	m map[time.Duration]*coarseClock
-}
-
-// startClock returns the shared clock of that resolution, starting it.
-func startClock(res time.Duration) *coarseClock {
-	clocks.Lock()
-	defer clocks.Unlock()
-	if c := clocks.m[res]; c != nil {
-		c.refs++
-		return c
-	}
-	if clocks.m == nil {
-		clocks.m = map[time.Duration]*coarseClock{}
-	}
-	c := &coarseClock{stop: make(chan struct{}), res: res, refs: 1}
-	clocks.m[res] = c
-	c.ns.Store(time.Now().UnixNano())
-	go func() {
-		t := time.NewTicker(res)
-		defer t.Stop()
-		for {
-			select {
-			case <-c.stop:
-				return
-			case <-t.C:
-				if now := time.Now().UnixNano(); now > c.ns.Load() {
-					c.ns.Store(now)
-				}
-			}
-		}
-	}()
-	return c
-}
-
-func (c *coarseClock) now() int64 { return c.ns.Load() }
-
-// release stops the clock when its last Limiter closes.
-func (c *coarseClock) release() {
-	clocks.Lock()
-	defer clocks.Unlock()
-	if c.refs--; c.refs == 0 {
-		close(c.stop)
-		delete(clocks.m, c.res)
-	}
-}
-
-// entry is one key's state at this gateway.
-type entry struct {
-	mu      sync.Mutex
-	key     store.Key
-	gw      design.Gateway
-	own     *window.Log // this gateway's admits in the window up to the quota, for the fallback
-	quota   int         // ceil(L/K)
-	used    int64       // last request, ns
-	evicted bool
-	// Keys are often created one after another, so their entries sit
-	// side by side; without padding two goroutines on two keys write one
-	// cache line and run at half speed (BenchmarkAllowParallel).
-	_ [128]byte
-}
-
-// New starts a Limiter and its sync loop. Close stops it.
-func New(cfg Config) (*Limiter, error) {
-	if cfg.Design == "" {
-		cfg.Design = "shared-counter"
-	}
-	info, err := design.Lookup(cfg.Design)
-	if err != nil {
-		return nil, err
-	}
+// withDefaults fills in c's defaults and checks it.
+func (c Config) withDefaults() (Config, error) {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
 		}
 	}
-	if cfg.Limit == 0 {
-		cfg.Limit = 100
-	}
-	if cfg.Gateways == 0 {
-		cfg.Gateways = 1
-	}
-	def(&cfg.Window, time.Minute)
-	def(&cfg.Sync, time.Second)
-	def(&cfg.Timeout, 50*time.Millisecond)
-	def(&cfg.SyncTimeout, min(500*time.Millisecond, cfg.Sync))
-	def(&cfg.IdleAfter, 2*cfg.Window)
-	if cfg.MaxKeys == 0 {
-		cfg.MaxKeys = 100_000
-	}
-	if cfg.SyncBatch == 0 {
-		cfg.SyncBatch = 1000
-	}
-	switch {
-	case cfg.Timeout < 0 || cfg.SyncTimeout < 0 || cfg.IdleAfter < 0:
-		return nil, errors.New("limiter: timeouts must be positive")
-	case cfg.MaxKeys < 1 || cfg.SyncBatch < 1:
-		return nil, errors.New("limiter: MaxKeys and SyncBatch must be at least 1")
-	}
-	dc := design.Config{Limit: cfg.Limit, Window: window.Spec{Size: cfg.Window, Kind: cfg.WindowKind},
-		Gateways: cfg.Gateways, Gateway: cfg.Gateway, Sync: cfg.Sync}
-	if err := dc.Validate(); err != nil {
-		return nil, fmt.Errorf("limiter: %w", err)
-	}
-	if cfg.Store == nil {
-		cfg.Store = memstore.New()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	var clk *coarseClock
-	if cfg.Now == nil {
-		def(&cfg.ClockResolution, time.Millisecond)
-		if cfg.ClockResolution < 0 {
-			cfg.Now = func() int64 { return time.Now().UnixNano() }
-		} else {
-			clk = startClock(cfg.ClockResolution)
-			cfg.Now = clk.now
+	defInt := func(n *int, v int) {
+		if *n == 0 {
+			*n = v
 		}
 	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	if c.Design == "" {
+		c.Design = "shared-counter"
 	}
-	l := &Limiter{cfg: cfg, info: info, spec: dc.Window, st: cfg.Store,
-		stop: make(chan struct{}), done: make(chan struct{}), clock: clk}
-	phase := time.Duration(cfg.Rand.Int64N(int64(cfg.Sync)))
-	l.nextSync.Store(cfg.Now() + int64(phase))
+	defInt(&c.Limit, 100)
+	defInt(&c.Gateways, 1)
+	defInt(&c.MaxKeys, 100_000)
+	defInt(&c.SyncBatch, 1000)
+	def(&c.Window, time.Minute)
+	def(&c.Sync, time.Second)
+	def(&c.Timeout, 50*time.Millisecond)
+	def(&c.SyncTimeout, min(500*time.Millisecond, c.Sync))
+	def(&c.IdleAfter, 2*c.Window)
+	switch {
+	case c.Timeout < 0 || c.SyncTimeout < 0 || c.IdleAfter < 0:
+		return c, errors.New("limiter: timeouts must be positive")
+	case c.MaxKeys < 1 || c.SyncBatch < 1:
+		return c, errors.New("limiter: MaxKeys and SyncBatch must be at least 1")
+	}
+	return c, nil
+}
+
+// designConfig is the design's configuration for one key's limit.
+func (l *Limiter) designConfig(limit int, spec window.Spec) design.Config {
+	return design.Config{Limit: limit, Window: spec, Gateways: l.cfg.Gateways, Gateway: l.cfg.Gateway, Sync: l.cfg.Sync}
+}
+
+// New starts a Limiter and its sync loop. Close stops it.
+func New(cfg Config) (*Limiter, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	info, err := design.Lookup(cfg.Design)
+	if err != nil {
+		return nil, err
+	}
+	l := &Limiter{cfg: cfg, info: info, spec: window.Spec{Size: cfg.Window, Kind: cfg.WindowKind},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if err := l.designConfig(cfg.Limit, l.spec).Validate(); err != nil {
+		return nil, fmt.Errorf("limiter: %w", err)
+	}
+	if l.cfg.Store == nil {
+		l.cfg.Store = memstore.New()
+	}
+	l.st = l.cfg.Store
+	if l.cfg.Logger == nil {
+		l.cfg.Logger = slog.Default()
+	}
+	if l.cfg.Now == nil {
+		def := cmp.Or(l.cfg.ClockResolution, time.Millisecond)
+		l.cfg.ClockResolution = def
+		if def < 0 {
+			l.cfg.Now = func() int64 { return time.Now().UnixNano() }
+		} else {
+			l.clock = startClock(def)
+			l.cfg.Now = l.clock.now
+		}
+	}
+	if l.cfg.Rand == nil {
+		l.cfg.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	phase := time.Duration(l.cfg.Rand.Int64N(int64(l.cfg.Sync)))
+	l.nextSync.Store(l.cfg.Now() + int64(phase))
 	go l.loop(phase)
 	return l, nil
 }
 
-// Allow decides one request for key.
-func (l *Limiter) Allow(ctx context.Context, key string) Decision { return l.AllowN(ctx, key, 1) }
-
-// AllowN decides a request of cost n for key under the default limit.
-func (l *Limiter) AllowN(ctx context.Context, key string, n int) Decision {
-	return l.allow(ctx, key, l.cfg.Limit, l.cfg.Window, n)
+// Allow decides one request for key under the default limit.
+func (l *Limiter) Allow(ctx context.Context, key string) Decision {
+	return l.allow(ctx, key, Limit{l.cfg.Limit, l.cfg.Window}, 1)
 }
 
-// AllowLimit decides a request of cost n for key under its own limit.
-func (l *Limiter) AllowLimit(ctx context.Context, key string, lim Limit, n int) Decision {
-	return l.allow(ctx, key, lim.Requests, lim.Window, n)
+// AllowN decides a request of cost n for key under the default limit. A
+// cost below 1 is refused with an error.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int) (Decision, error) {
+	return l.AllowLimit(ctx, key, Limit{l.cfg.Limit, l.cfg.Window}, n)
 }
 
-func (l *Limiter) allow(ctx context.Context, key string, limit int, w time.Duration, n int) Decision {
-	if n < 1 {
-		n = 1
+// AllowLimit decides a request of cost n for key under its own limit. A
+// limit below 1 request, a window that is not positive or a cost below 1 is
+// refused with an error, and nothing is counted.
+func (l *Limiter) AllowLimit(ctx context.Context, key string, lim Limit, n int) (Decision, error) {
+	if err := lim.validate(); err != nil {
+		return Decision{}, err
 	}
+	if n < 1 {
+		return Decision{}, fmt.Errorf("limiter: cost %d: must be at least 1", n)
+	}
+	return l.allow(ctx, key, lim, n), nil
+}
+
+// validate reports what is wrong with a per-key limit.
+func (lim Limit) validate() error {
+	switch {
+	case lim.Requests < 1:
+		return fmt.Errorf("limiter: limit of %d requests: must be at least 1", lim.Requests)
+	case lim.Window <= 0:
+		return fmt.Errorf("limiter: limit window %v: must be positive", lim.Window)
+	}
+	return nil
+}
+
+func (l *Limiter) allow(ctx context.Context, key string, lim Limit, n int) Decision {
 	for {
 		now := l.cfg.Now()
-		e := l.get(key, limit, w, now)
+		e := l.get(key, lim, now)
 		e.mu.Lock()
 		if e.evicted {
 			e.mu.Unlock()
@@ -308,21 +266,17 @@ func (l *Limiter) allow(ctx context.Context, key string, limit int, w time.Durat
 	}
 }
 
+// decide runs the design for one request of e, which the caller has
+// locked: decide, ask the store if told to, resume; or, while the store is
+// unreachable, the design's fallback.
 func (l *Limiter) decide(ctx context.Context, e *entry, now int64, n int) Decision {
 	if l.degraded.Load() {
 		return l.fallback(e, now, n)
 	}
-	d, q := e.gw.Decide(now, n)
-	if d == design.Ask {
-		var a design.Answer
-		var err error
+	v, q := e.gw.Decide(now, n)
+	if v == design.Ask {
 		cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
-		switch q.Kind {
-		case design.QueryCentral:
-			a.Admit, a.Count, err = l.st.Central(cctx, now, e.key, l.cfg.Gateway, q.N)
-		case design.QueryGrant:
-			a.Granted, err = l.st.Grant(cctx, now, e.key, l.cfg.Gateway, q.N)
-		}
+		a, err := l.st.Ask(cctx, now, e.key, l.cfg.Gateway, q)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil { // the store failed, not the caller
@@ -334,33 +288,22 @@ func (l *Limiter) decide(ctx context.Context, e *entry, now int64, n int) Decisi
 			l.stats.fallbacks.Add(1)
 			return l.decision(e, false, 0, 0, now, true)
 		}
-		d = e.gw.Resume(now, n, q, a)
+		v = e.gw.Resume(now, n, q, a)
 	}
-	if d == design.Admit {
-		e.own.Add(now, n)
-	}
-	rem, reset := e.gw.View(now)
-	return l.decision(e, d == design.Admit, rem, reset, now, false)
+	rem, reset := e.gw.View(now, false)
+	return l.decision(e, v == design.Admit, rem, reset, now, false)
 }
 
-// fallback decides while the store is unreachable: the split design's
-// local quota, ceil(L/K) per window counting this gateway's own admits, or
-// nothing at all with FailClosed.
+// fallback decides while the store is unreachable: the design's local
+// quota, or nothing at all with FailClosed.
 func (l *Limiter) fallback(e *entry, now int64, n int) Decision {
 	l.stats.fallbacks.Add(1)
-	used := e.own.Count(now)
-	ok := !l.cfg.FailClosed && used+n <= e.quota
+	ok := !l.cfg.FailClosed && e.gw.Fallback(now, n) == design.Admit
 	if ok {
-		e.own.Add(now, n)
-		e.gw.Record(now, n)
 		l.stats.fallbackAdmits.Add(1)
-		used += n
 	}
-	var reset int64
-	if oldest, has := e.own.Oldest(); has {
-		reset = e.key.Window.Reset(now, oldest)
-	}
-	return l.decision(e, ok, max(e.quota-used, 0), reset, now, true)
+	rem, reset := e.gw.View(now, true)
+	return l.decision(e, ok, rem, reset, now, true)
 }
 
 func (l *Limiter) decision(e *entry, ok bool, rem int, reset, now int64, degraded bool) Decision {
@@ -374,107 +317,6 @@ func (l *Limiter) decision(e *entry, ok bool, rem int, reset, now int64, degrade
 		d.RetryAfter = max(d.Reset, time.Millisecond)
 	}
 	return d
-}
-
-func (l *Limiter) newEntry(key string, limit int, w time.Duration) (*entry, error) {
-	spec := window.Spec{Size: w, Kind: l.cfg.WindowKind}
-	dc := design.Config{Limit: limit, Window: spec, Gateways: l.cfg.Gateways, Gateway: l.cfg.Gateway, Sync: l.cfg.Sync}
-	if err := dc.Validate(); err != nil {
-		return nil, err
-	}
-	quota := (limit + l.cfg.Gateways - 1) / l.cfg.Gateways
-	return &entry{
-		key:   store.Key{Name: key, Limit: limit, Window: spec},
-		gw:    l.info.New(dc),
-		own:   window.New(spec, quota), // own admits, counted up to the quota
-		quota: quota,
-	}, nil
-}
-
-// get returns key's entry, creating it (or renewing it when its limit
-// changed) as needed.
-func (l *Limiter) get(key string, limit int, w time.Duration, now int64) *entry {
-	if v, ok := l.keys.Load(key); ok {
-		if e := v.(*entry); e.key.Limit == limit && e.key.Window.Size == w {
-			return e
-		}
-	}
-	return l.create(key, limit, w, now)
-}
-
-func (l *Limiter) create(key string, limit int, w time.Duration, now int64) *entry {
-	l.createMu.Lock()
-	defer l.createMu.Unlock()
-	var old *entry
-	if v, ok := l.keys.Load(key); ok {
-		if old = v.(*entry); old.key.Limit == limit && old.key.Window.Size == w {
-			return old
-		}
-	}
-	if old == nil && l.nkeys.Load() >= int64(l.cfg.MaxKeys) {
-		l.evictOne(now)
-	}
-	if limit < 1 || w <= 0 {
-		limit, w = max(limit, 1), max(w, time.Second)
-	}
-	ne, err := l.newEntry(key, limit, w)
-	if err != nil { // unreachable: New validated the shared settings
-		panic(err)
-	}
-	if old != nil { // the limit changed: push what the old state had
-		l.retire(old, now)
-	} else {
-		l.nkeys.Add(1)
-	}
-	l.keys.Store(key, ne)
-	return ne
-}
-
-// retire marks e evicted and keeps for the next sync a last push of its
-// unsynced admits, which also hands back any lease slots it holds (a push
-// that asks for nothing). The caller holds createMu and not e's lock.
-func (l *Limiter) retire(e *entry, now int64) {
-	e.mu.Lock()
-	e.evicted = true
-	held := e.gw.Held()
-	p := e.gw.SyncPush(now)
-	e.mu.Unlock()
-	if len(p.Admits) > 0 || held > 0 {
-		last := store.Push{Gateway: p.Gateway, Admits: append([]int64(nil), p.Admits...), Seq: p.Seq}
-		l.orphanMu.Lock()
-		l.orphans = append(l.orphans, store.SyncItem{Key: e.key, Push: last})
-		l.orphanMu.Unlock()
-	}
-}
-
-// evictOne evicts the least recently used of a sample of keys. The caller
-// holds createMu.
-func (l *Limiter) evictOne(now int64) {
-	var victim *entry
-	oldest, seen := int64(1<<63-1), 0
-	l.keys.Range(func(_, v any) bool {
-		e := v.(*entry)
-		e.mu.Lock()
-		u := e.used
-		e.mu.Unlock()
-		if u < oldest {
-			victim, oldest = e, u
-		}
-		seen++
-		return seen < 16
-	})
-	if victim != nil {
-		l.drop(victim, now)
-	}
-}
-
-// drop retires e and removes it. The caller holds createMu.
-func (l *Limiter) drop(e *entry, now int64) {
-	if l.keys.CompareAndDelete(e.key.Name, e) {
-		l.retire(e, now)
-		l.nkeys.Add(-1)
-		l.stats.evicted.Add(1)
-	}
 }
 
 func (l *Limiter) storeFailed(err error) {

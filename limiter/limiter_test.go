@@ -41,7 +41,7 @@ func TestEveryDesignHoldsTheLimitAlone(t *testing.T) {
 			ctx := context.Background()
 			admitted := 0
 			if name == "lease" || name == "lease-ask" {
-				if l.AllowN(ctx, "k", 1).Allowed { // lets the lease see an arrival
+				if d, _ := l.AllowN(ctx, "k", 1); d.Allowed { // lets the lease see an arrival
 					admitted++
 				}
 				ck.add(time.Millisecond)
@@ -100,7 +100,7 @@ func TestPerKeyLimit(t *testing.T) {
 	ctx := context.Background()
 	n := 0
 	for i := 0; i < 10; i++ {
-		if l.AllowLimit(ctx, "tight", Limit{Requests: 2, Window: time.Minute}, 1).Allowed {
+		if d, _ := l.AllowLimit(ctx, "tight", Limit{Requests: 2, Window: time.Minute}, 1); d.Allowed {
 			n++
 		}
 	}
@@ -200,18 +200,11 @@ func (f *flaky) Sync(ctx context.Context, now int64, items []store.SyncItem) err
 	return f.Backend.Sync(ctx, now, items)
 }
 
-func (f *flaky) Central(ctx context.Context, now int64, k store.Key, gw, n int) (bool, int, error) {
+func (f *flaky) Ask(ctx context.Context, now int64, k store.Key, gw int, q store.Query) (store.Answer, error) {
 	if f.down.Load() {
-		return false, 0, f.wait(ctx)
+		return store.Answer{}, f.wait(ctx)
 	}
-	return f.Backend.Central(ctx, now, k, gw, n)
-}
-
-func (f *flaky) Grant(ctx context.Context, now int64, k store.Key, gw, n int) (int, error) {
-	if f.down.Load() {
-		return 0, f.wait(ctx)
-	}
-	return f.Backend.Grant(ctx, now, k, gw, n)
+	return f.Backend.Ask(ctx, now, k, gw, q)
 }
 
 func TestFallbackWhileStoreIsDown(t *testing.T) {
@@ -258,6 +251,46 @@ func TestFallbackWhileStoreIsDown(t *testing.T) {
 		if n := len(mem.Stamps("k", ck.now())); n != 5+admitted {
 			t.Fatalf("store holds %d admits, want %d: each admit once", n, 5+admitted)
 		}
+	}
+}
+
+// A bad per-key limit or cost is refused with an error and counts nothing:
+// it is never coerced into a limit the caller did not ask for.
+func TestBadLimitsAreRefused(t *testing.T) {
+	ck := newClock()
+	st := memstore.New()
+	l := mustNew(t, Config{Limit: 10, Now: ck.now, Store: st})
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		lim  Limit
+		n    int
+	}{
+		{"zero limit", Limit{Requests: 0, Window: time.Minute}, 1},
+		{"negative limit", Limit{Requests: -3, Window: time.Minute}, 1},
+		{"zero window", Limit{Requests: 10, Window: 0}, 1},
+		{"negative window", Limit{Requests: 10, Window: -time.Second}, 1},
+		{"negative cost", Limit{Requests: 10, Window: time.Minute}, -1},
+		{"zero cost", Limit{Requests: 10, Window: time.Minute}, 0},
+	} {
+		for i := 0; i < 50; i++ {
+			d, err := l.AllowLimit(ctx, "k", c.lim, c.n)
+			if err == nil || d.Allowed {
+				t.Fatalf("%s: AllowLimit(%+v, %d) = %+v, %v; want refused with an error", c.name, c.lim, c.n, d, err)
+			}
+		}
+	}
+	if _, err := l.AllowN(ctx, "k", -5); err == nil {
+		t.Fatal("AllowN with a negative cost: no error")
+	}
+	if n := l.Stats().Keys; n != 0 {
+		t.Fatalf("refused requests created %d keys", n)
+	}
+	if err := l.SyncNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(st.Stamps("k", ck.now())); n != 0 {
+		t.Fatalf("refused requests reached the store: %d admits", n)
 	}
 }
 

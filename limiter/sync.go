@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/store"
 )
 
@@ -25,27 +26,23 @@ func (l *Limiter) loop(phase time.Duration) {
 }
 
 // SyncNow syncs every key with the store at once, in batches, and evicts
-// keys idle for IdleAfter. The background loop calls it every Δ; Close
-// calls it once more.
+// keys idle for IdleAfter. Keys whose design declares the sync quiet
+// (design.Lazy: nothing to push, no view to refresh, no slots held) are left
+// out. The background loop calls it every Δ; Close calls it once more.
 func (l *Limiter) SyncNow(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	start := time.Now()
 	now := l.cfg.Now()
-	ents := make([]*entry, 0, l.nkeys.Load())
+	all := make([]*entry, 0, l.nkeys.Load())
 	l.keys.Range(func(_, v any) bool {
-		ents = append(ents, v.(*entry))
+		all = append(all, v.(*entry))
 		return true
 	})
 	l.orphanMu.Lock()
 	orphans := append([]store.SyncItem(nil), l.orphans...)
 	l.orphanMu.Unlock()
-	items := make([]store.SyncItem, 0, len(ents)+len(orphans))
-	for _, e := range ents {
-		e.mu.Lock()
-		items = append(items, store.SyncItem{Key: e.key, Push: e.gw.SyncPush(now)})
-		e.mu.Unlock()
-	}
+	ents, items := l.pushes(all, now)
 	items = append(items, orphans...)
 	var err error
 	for lo := 0; lo < len(items) && err == nil; lo += l.cfg.SyncBatch {
@@ -68,8 +65,35 @@ func (l *Limiter) SyncNow(ctx context.Context) error {
 	l.stats.syncs.Add(1)
 	l.stats.lastSync.Store(int64(time.Since(start)))
 	l.stats.lastKeys.Store(int64(len(ents)))
-	l.evictIdle(ents, now)
+	l.evictIdle(all, now)
 	return nil
+}
+
+// pushes starts the sync of every entry that needs one, and returns those
+// entries and their items, in the same order.
+func (l *Limiter) pushes(all []*entry, now int64) ([]*entry, []store.SyncItem) {
+	ents := all[:0:0]
+	items := make([]store.SyncItem, 0, len(all))
+	for _, e := range all {
+		e.mu.Lock()
+		if quietSync(e.gw) {
+			e.gw.(design.Lazy).Skip(1)
+		} else {
+			ents = append(ents, e)
+			items = append(items, store.SyncItem{Key: e.key, Push: e.gw.SyncPush(now)})
+		}
+		e.mu.Unlock()
+	}
+	return ents, items
+}
+
+// quietSync reports whether gw's next sync may be left out: its design says it
+// would change nothing, its view does not come from the pull, and it holds
+// no lease slots (which the store must keep hearing of, or its copy of the
+// key could expire under them).
+func quietSync(gw design.Gateway) bool {
+	lz, ok := gw.(design.Lazy)
+	return ok && lz.QuietSyncs() > 0 && !lz.PullsView() && gw.Held() == 0
 }
 
 // pull hands the store's answers for items[lo:hi] to their entries.

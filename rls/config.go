@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/limiter"
+	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
@@ -94,7 +97,7 @@ type node struct {
 // "fleetlimit" section (envoyproxy/ratelimit files work without it).
 type Settings struct {
 	Design          string        `yaml:"design"`      // default shared-counter
-	WindowKind      string        `yaml:"window_kind"` // sliding (default) or fixed, as envoyproxy/ratelimit
+	WindowKind      window.Kind   `yaml:"window_kind"` // fixed (default), as envoyproxy/ratelimit, or sliding
 	Sync            time.Duration `yaml:"sync"`        // default 1s
 	Gateways        int           `yaml:"gateways"`    // K, default 1
 	Gateway         int           `yaml:"gateway"`     // this process's index
@@ -102,6 +105,14 @@ type Settings struct {
 	FailClosed      bool          `yaml:"fail_closed"`
 	ResponseHeaders bool          `yaml:"response_headers"` // add RateLimit-* headers to responses
 	NearRatio       float64       `yaml:"near_ratio"`       // "near" metric threshold, default 0.8
+}
+
+// Limiter is the limiter configuration these settings ask for, on store st
+// (nil: the embedded store): the one place the service's settings become
+// the limiter's.
+func (s Settings) Limiter(st store.Backend, log *slog.Logger) limiter.Config {
+	return limiter.Config{Design: s.Design, WindowKind: s.WindowKind, Sync: s.Sync, Gateways: s.Gateways,
+		Gateway: s.Gateway, Store: st, Timeout: s.Timeout, FailClosed: s.FailClosed, Logger: log}
 }
 
 // Config is a loaded configuration: one or more domains and the settings.
@@ -153,7 +164,7 @@ func Parse(name string, r io.Reader) (*Config, error) {
 		return nil, &ConfigError{File: name, Msg: err.Error()}
 	}
 	c := &Config{Source: name, domains: map[string]*node{}, digest: sha256.Sum256(src)}
-	c.Settings = Settings{Design: "shared-counter", WindowKind: "fixed", Sync: time.Second, Gateways: 1,
+	c.Settings = Settings{Design: "shared-counter", WindowKind: window.Fixed, Sync: time.Second, Gateways: 1,
 		Timeout: 50 * time.Millisecond, NearRatio: 0.8}
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	docs, seenSettings := 0, false
@@ -422,8 +433,8 @@ func (s Settings) validate(file string) error {
 	if _, err := design.Lookup(s.Design); err != nil {
 		return bad(err.Error())
 	}
-	if _, err := window.ParseKind(s.WindowKind); err != nil {
-		return bad(err.Error())
+	if s.WindowKind != window.Fixed && s.WindowKind != window.Sliding {
+		return bad(fmt.Sprintf("window_kind %v: want sliding or fixed", s.WindowKind))
 	}
 	switch {
 	case s.Sync <= 0:

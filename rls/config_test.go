@@ -125,11 +125,11 @@ fleetlimit:
 		t.Fatalf("vip limit %+v", v)
 	}
 	s := c.Settings
-	if s.Design != "lease" || s.WindowKind != "sliding" || s.Sync.Milliseconds() != 250 || s.Gateways != 3 || s.Gateway != 2 {
+	if s.Design != "lease" || s.WindowKind.String() != "sliding" || s.Sync.Milliseconds() != 250 || s.Gateways != 3 || s.Gateway != 2 {
 		t.Fatalf("settings %+v", s)
 	}
 	d := parse(t, "domain: x\n")
-	if d.Settings.Design != "shared-counter" || d.Settings.WindowKind != "fixed" || d.Settings.Timeout.Milliseconds() != 50 {
+	if d.Settings.Design != "shared-counter" || d.Settings.WindowKind.String() != "fixed" || d.Settings.Timeout.Milliseconds() != 50 {
 		t.Fatalf("defaults %+v", d.Settings)
 	}
 }

@@ -20,10 +20,10 @@ func mustTraffic(t testing.TB, s string) Traffic {
 }
 
 // decisions runs p and returns its decisions in order.
-func decisions(t *testing.T, p Params) []design.Decision {
+func decisions(t *testing.T, p Params) []design.Verdict {
 	t.Helper()
-	var ds []design.Decision
-	if _, err := RunTrace(p, func(_ int64, _ int, d design.Decision) { ds = append(ds, d) }); err != nil {
+	var ds []design.Verdict
+	if _, err := RunTrace(p, func(_ int64, _ int, d design.Verdict) { ds = append(ds, d) }); err != nil {
 		t.Fatal(err)
 	}
 	return ds
@@ -169,7 +169,7 @@ func TestCheck3AlignedFixedFloodGetsKL(t *testing.T) {
 		p.Traffic, p.Duration = mustTraffic(t, "flood:4000"), 10*time.Minute
 		w := int64(p.Window)
 		perWindow := map[int64]int{}
-		if _, err := RunTrace(p, func(at int64, _ int, d design.Decision) {
+		if _, err := RunTrace(p, func(at int64, _ int, d design.Verdict) {
 			if d == design.Admit {
 				perWindow[at/w]++
 			}

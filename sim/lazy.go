@@ -24,130 +24,163 @@ type lazySched struct {
 	slot int     // position in the heap
 }
 
-// lazy performs only the syncs that change something: those a design does
-// not declare quiet, and, for designs whose view comes from the last pull,
-// the last sync before each of the gateway's decisions. To know those in
-// time it reads the arrivals at least Δ ahead. It makes exactly the eager
+// lazyRun performs only the syncs that change something: those a design
+// does not declare quiet, and, for designs whose view comes from the last
+// pull, the last sync before each of the gateway's decisions. To know those
+// in time it reads the arrivals at least Δ ahead. It makes exactly the eager
 // mode's decisions.
+type lazyRun struct {
+	r     *runner
+	lz    []design.Lazy
+	sc    []lazySched
+	pulls bool // the design's view comes from the last pull
+	h     *syncHeap
+
+	buf  []arrival // arrivals known ahead, a queue
+	head int
+	genT int64 // time of the last arrival generated
+	done bool  // the arrivals have reached the end of the run
+}
+
+// lazy runs r in the lazy mode.
 func (r *runner) lazy() {
 	k := len(r.gws)
-	lz := make([]design.Lazy, k)
-	sc := make([]lazySched, k)
-	pulls := r.gws[0].(design.Lazy).PullsView()
-	h := &syncHeap{sc: sc}
+	lr := &lazyRun{r: r, lz: make([]design.Lazy, k), sc: make([]lazySched, k), genT: -1}
+	lr.pulls = r.gws[0].(design.Lazy).PullsView()
+	lr.h = &syncHeap{sc: lr.sc}
 	for rank, i := range r.order {
-		lz[i] = r.gws[i].(design.Lazy)
-		sc[i].rank = rank
-		sc[i].due = never
-		h.push(i)
-	}
-	at := func(i int, n int64) int64 { return r.phase[i] + n*r.delta }
-	// lastBefore is the index of gateway i's last sync at or before t, or -1.
-	lastBefore := func(i int, t int64) int64 {
-		if t < r.phase[i] {
-			return -1
-		}
-		return (t - r.phase[i]) / r.delta
-	}
-	reschedule := func(i int) {
-		s := &sc[i]
-		due := int64(never)
-		if q := lz[i].QuietSyncs(); q != design.Forever {
-			if n := s.next + int64(q); n < (r.end-r.phase[i])/r.delta+1 {
-				due = at(i, n)
-			}
-		}
-		if len(s.need) > 0 && s.need[0] < due {
-			due = s.need[0]
-		}
-		s.due = due
-		h.fix(i)
-	}
-	// catchUp skips gateway i's quiet syncs before index n.
-	catchUp := func(i int, n int64) {
-		if skip := n - sc[i].next; skip > 0 {
-			lz[i].Skip(int(skip))
-			sc[i].next = n
-		}
+		lr.lz[i] = r.gws[i].(design.Lazy)
+		lr.sc[i].rank = rank
+		lr.sc[i].due = never
+		lr.h.push(i)
 	}
 	for i := range r.gws {
-		reschedule(i)
+		lr.reschedule(i)
 	}
+	lr.run()
+}
 
-	var buf []arrival // arrivals known ahead, a queue
-	head := 0
-	genT := int64(-1) // time of the last arrival generated
-	done := false
-	generate := func() {
-		t := r.src.next()
-		if t >= r.end {
-			done = true
+// at is the time of gateway i's sync number n.
+func (lr *lazyRun) at(i int, n int64) int64 { return lr.r.phase[i] + n*lr.r.delta }
+
+// lastBefore is the index of gateway i's last sync at or before t, or -1.
+func (lr *lazyRun) lastBefore(i int, t int64) int64 {
+	if t < lr.r.phase[i] {
+		return -1
+	}
+	return (t - lr.r.phase[i]) / lr.r.delta
+}
+
+// reschedule sets gateway i's next sync that must be performed.
+func (lr *lazyRun) reschedule(i int) {
+	r, s := lr.r, &lr.sc[i]
+	due := int64(never)
+	if q := lr.lz[i].QuietSyncs(); q != design.Forever {
+		if n := s.next + int64(q); n < (r.end-r.phase[i])/r.delta+1 {
+			due = lr.at(i, n)
+		}
+	}
+	if len(s.need) > 0 && s.need[0] < due {
+		due = s.need[0]
+	}
+	s.due = due
+	lr.h.fix(i)
+}
+
+// catchUp skips gateway i's quiet syncs before index n.
+func (lr *lazyRun) catchUp(i int, n int64) {
+	if skip := n - lr.sc[i].next; skip > 0 {
+		lr.lz[i].Skip(int(skip))
+		lr.sc[i].next = n
+	}
+}
+
+// generate draws the next arrival into the queue, noting which sync its
+// gateway must have performed before deciding it.
+func (lr *lazyRun) generate() {
+	r := lr.r
+	t := r.src.next()
+	if t >= r.end {
+		lr.done = true
+		return
+	}
+	lr.genT = t
+	g := r.route.pick()
+	lr.buf = append(lr.buf, arrival{t, g})
+	if !lr.pulls {
+		return
+	}
+	if n := lr.lastBefore(g, t); n >= 0 {
+		s := &lr.sc[g]
+		need := lr.at(g, n)
+		if len(s.need) == 0 || need > s.need[len(s.need)-1] {
+			s.need = append(s.need, need)
+			if need < s.due {
+				s.due = need
+				lr.h.fix(g)
+			}
+		}
+	}
+}
+
+// syncUpTo performs every due sync at or before t.
+func (lr *lazyRun) syncUpTo(t int64) {
+	for {
+		g := lr.h.top()
+		s := &lr.sc[g]
+		if s.due > t {
 			return
 		}
-		genT = t
-		g := r.route.pick()
-		buf = append(buf, arrival{t, g})
-		if pulls {
-			if n := lastBefore(g, t); n >= 0 {
-				s := &sc[g]
-				need := at(g, n)
-				if len(s.need) == 0 || need > s.need[len(s.need)-1] {
-					s.need = append(s.need, need)
-					if need < s.due {
-						s.due = need
-						h.fix(g)
-					}
-				}
-			}
+		n := lr.lastBefore(g, s.due)
+		lr.catchUp(g, n)
+		lr.r.sync(s.due, g)
+		s.next = n + 1
+		for len(s.need) > 0 && s.need[0] <= s.due {
+			s.need = s.need[1:]
 		}
+		lr.reschedule(g)
 	}
-	syncUpTo := func(t int64) {
-		for {
-			g := h.top()
-			s := &sc[g]
-			if s.due > t {
-				return
-			}
-			n := lastBefore(g, s.due)
-			catchUp(g, n)
-			r.m.syncOne(s.due, r.gws[g], r.key)
-			s.next = n + 1
-			for len(s.need) > 0 && s.need[0] <= s.due {
-				s.need = s.need[1:]
-			}
-			reschedule(g)
-		}
-	}
+}
 
-	for {
-		if head == len(buf) {
-			if head > 0 {
-				buf, head = buf[:0], 0
-			}
-			if done {
-				break
-			}
-			generate()
-			if done {
-				break
-			}
+// pop returns the next arrival, reading the arrivals Δ ahead of it, and
+// false at the end of the run.
+func (lr *lazyRun) pop() (arrival, bool) {
+	if lr.head == len(lr.buf) {
+		if lr.head > 0 {
+			lr.buf, lr.head = lr.buf[:0], 0
 		}
-		front := buf[head]
-		for !done && genT <= front.t+r.delta {
-			generate()
+		if !lr.done {
+			lr.generate()
 		}
-		syncUpTo(front.t)
-		head++
-		if head > 4096 && head*2 > len(buf) {
-			n := copy(buf, buf[head:])
-			buf, head = buf[:n], 0
+		if lr.done && lr.head == len(lr.buf) {
+			return arrival{}, false
 		}
-		g := front.g
-		catchUp(g, lastBefore(g, front.t)+1)
-		r.decide(front.t, g)
-		reschedule(g)
 	}
-	syncUpTo(r.end - 1)
+	front := lr.buf[lr.head]
+	for !lr.done && lr.genT <= front.t+lr.r.delta {
+		lr.generate()
+	}
+	lr.head++
+	if lr.head > 4096 && lr.head*2 > len(lr.buf) {
+		n := copy(lr.buf, lr.buf[lr.head:])
+		lr.buf, lr.head = lr.buf[:n], 0
+	}
+	return front, true
+}
+
+func (lr *lazyRun) run() {
+	r := lr.r
+	for {
+		a, ok := lr.pop()
+		if !ok {
+			break
+		}
+		lr.syncUpTo(a.t)
+		lr.catchUp(a.g, lr.lastBefore(a.g, a.t)+1)
+		r.decide(a.t, a.g)
+		lr.reschedule(a.g)
+	}
+	lr.syncUpTo(r.end - 1)
 }
 
 // syncHeap orders gateways by their due sync, ties by sync order.

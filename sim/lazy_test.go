@@ -16,12 +16,12 @@ func TestLazyEqualsEager(t *testing.T) {
 	type trace struct {
 		t int64
 		g int
-		d design.Decision
+		d design.Verdict
 	}
 	var performed [3]int64
 	record := func(p Params, md mode) ([]trace, Result) {
 		var tr []trace
-		res, n, err := run(p, func(at int64, g int, d design.Decision) { tr = append(tr, trace{at, g, d}) }, md)
+		res, n, err := run(p, func(at int64, g int, d design.Verdict) { tr = append(tr, trace{at, g, d}) }, md)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,6 @@
 package sim
 
-import (
-	"github.com/fleetlimit/fleetlimit/design"
-	"github.com/fleetlimit/fleetlimit/store/memstore"
-)
+import "github.com/fleetlimit/fleetlimit/design"
 
 // meter counts what a run does.
 type meter struct {
@@ -31,18 +28,6 @@ func newMeter(p Params, leases bool) *meter {
 	return &meter{p: p, w: int64(p.Window), leases: leases, fixedIdx: -1}
 }
 
-func (m *meter) syncOne(t int64, gw design.Gateway, key *memstore.Key) {
-	m.performed++
-	held := 0
-	if m.leases {
-		held = gw.Held()
-	}
-	gw.SyncPull(t, key.Sync(t, gw.SyncPush(t)))
-	if m.leases {
-		m.held(t, gw.Held()-held)
-	}
-}
-
 func (m *meter) held(t int64, delta int) {
 	if delta == 0 {
 		return
@@ -52,9 +37,9 @@ func (m *meter) held(t int64, delta int) {
 	m.heldTotal += int64(delta)
 }
 
-func (m *meter) decide(t int64, d design.Decision) {
+func (m *meter) decide(t int64, v design.Verdict) {
 	m.requests++
-	if d != design.Admit {
+	if v != design.Admit {
 		m.rejected++
 		return
 	}

@@ -135,7 +135,7 @@ func rngFor(seed uint64, stream uint64) *rand.Rand {
 }
 
 // Trace, when set, is called with every decision of a run.
-type Trace func(t int64, gateway int, d design.Decision)
+type Trace func(t int64, gateway int, v design.Verdict)
 
 // Run runs one simulation.
 func Run(p Params) (Result, error) { return RunTrace(p, nil) }
@@ -228,62 +228,88 @@ func run(p Params, trace Trace, md mode) (Result, int64, error) {
 	return r.m.result(r.end), r.m.performed, nil
 }
 
-// decide hands the request at t to gateway g, asking the store when the
-// design needs it.
-func (r *runner) decide(t int64, g int) {
-	gw := r.gws[g]
-	m := r.m
-	held := 0
-	if m.leases {
-		held = gw.Held()
+// heldBefore returns gateway g's held lease slots before a step that may
+// change them, for heldAfter (0 outside the lease designs).
+func (r *runner) heldBefore(g int) int {
+	if !r.info.Leases {
+		return 0
 	}
-	d, q := gw.Decide(t, 1)
-	if d == design.Ask {
-		m.roundTrips++
-		var a design.Answer
-		switch q.Kind {
-		case design.QueryCentral:
-			a.Admit, a.Count = r.key.Central(t, g, q.N)
-		case design.QueryGrant:
-			a.Granted = r.key.Grant(t, g, q.N)
-		}
-		d = gw.Resume(t, 1, q, a)
-	}
-	if m.leases {
-		m.held(t, gw.Held()-held)
-	}
-	m.decide(t, d)
-	if r.trace != nil {
-		r.trace(t, g, d)
+	return r.gws[g].Held()
+}
+
+// heldAfter books the change in gateway g's held lease slots at t.
+func (r *runner) heldAfter(t int64, g, before int) {
+	if r.info.Leases {
+		r.m.held(t, r.gws[g].Held()-before)
 	}
 }
 
-// eager performs every sync, in time order, before the arrivals after it.
+// decide hands the request at t to gateway g: decide, ask the store if
+// told to, resume.
+func (r *runner) decide(t int64, g int) {
+	gw := r.gws[g]
+	held := r.heldBefore(g)
+	v, q := gw.Decide(t, 1)
+	if v == design.Ask {
+		r.m.roundTrips++
+		v = gw.Resume(t, 1, q, r.key.Answer(t, g, q))
+	}
+	r.heldAfter(t, g, held)
+	r.m.decide(t, v)
+	if r.trace != nil {
+		r.trace(t, g, v)
+	}
+}
+
+// sync is gateway g's sync at t: one atomic push and pull.
+func (r *runner) sync(t int64, g int) {
+	gw := r.gws[g]
+	held := r.heldBefore(g)
+	gw.SyncPull(t, r.key.Sync(t, gw.SyncPush(t)))
+	r.m.performed++
+	r.heldAfter(t, g, held)
+}
+
+// eager performs every sync (when syncs is set), in time order, before the
+// arrivals after it.
 func (r *runner) eager(syncs bool) {
-	k := len(r.gws)
-	j, round := 0, int64(0)
-	nextSync := r.phase[r.order[0]]
+	rr := roundRobin{r: r}
 	for {
 		t := r.src.next()
 		if t >= r.end {
 			break
 		}
-		for syncs && nextSync <= t {
-			r.m.syncOne(nextSync, r.gws[r.order[j]], r.key)
-			if j++; j == k {
-				j = 0
-				round++
-			}
-			nextSync = r.phase[r.order[j]] + round*r.delta
+		if syncs {
+			rr.upTo(t)
 		}
 		r.decide(t, r.route.pick())
 	}
-	for syncs && nextSync < r.end {
-		r.m.syncOne(nextSync, r.gws[r.order[j]], r.key)
-		if j++; j == k {
-			j = 0
-			round++
+	if syncs {
+		rr.upTo(r.end - 1)
+	}
+}
+
+// roundRobin performs the syncs of every gateway in turn: with one Δ for
+// all, they come round in the order of their phases.
+type roundRobin struct {
+	r     *runner
+	j     int   // next gateway in r.order
+	round int64 // its round
+}
+
+// upTo performs every sync at or before t.
+func (rr *roundRobin) upTo(t int64) {
+	r := rr.r
+	for {
+		g := r.order[rr.j]
+		at := r.phase[g] + rr.round*r.delta
+		if at > t {
+			return
 		}
-		nextSync = r.phase[r.order[j]] + round*r.delta
+		r.sync(at, g)
+		if rr.j++; rr.j == len(r.order) {
+			rr.j = 0
+			rr.round++
+		}
 	}
 }

@@ -34,9 +34,6 @@ type Traffic struct {
 	Factor float64
 }
 
-// Honest reports whether the traffic is an honest client's.
-func (t Traffic) Honest() bool { return t.Kind == Steady || t.Kind == PageLoad }
-
 // String returns the spec form, e.g. "steady:0.8".
 func (t Traffic) String() string {
 	name := map[TrafficKind]string{Steady: "steady", PageLoad: "pageload", Flood: "flood"}[t.Kind]

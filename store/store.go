@@ -13,7 +13,9 @@ import (
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
-// Push is what a gateway sends the store at a sync.
+// Push is what a gateway sends the store at a sync. A push settles all the
+// gateway's lease slots for the key: the used ones arrive as Admits, the
+// rest go back to the fleet.
 type Push struct {
 	// Gateway is the index of the sending gateway, 0 <= Gateway < K.
 	Gateway int
@@ -26,8 +28,6 @@ type Push struct {
 	// applied, so a retried push never counts an admit twice. 0 turns the
 	// check off.
 	Seq uint64
-	// Return is the number of granted slots handed back unused (leases).
-	Return int
 	// Ask is the number of slots asked for the next interval (leases).
 	Ask int
 	// Horizon is how far ahead, in nanoseconds, the gateway wants to know
@@ -54,6 +54,32 @@ type Pull struct {
 	Granted int
 }
 
+// QueryKind says which store operation a Query needs.
+type QueryKind uint8
+
+const (
+	// QueryCentral is the central check: admit and log N requests if the
+	// window then holds at most the limit.
+	QueryCentral QueryKind = iota + 1
+	// QueryGrant asks for N more lease slots.
+	QueryGrant
+)
+
+// Query is a store operation a decision waits on: a design returns it when
+// it cannot decide alone, the driver sends it with Backend.Ask (or
+// memstore.Key.Answer) and hands the Answer back to the design.
+type Query struct {
+	Kind QueryKind
+	N    int // requests to admit (central) or slots to ask for (grant)
+}
+
+// Answer is the store's reply to a Query.
+type Answer struct {
+	Admit   bool // QueryCentral: the store admitted and logged the requests
+	Count   int  // QueryCentral: the store's count in the window afterwards
+	Granted int  // QueryGrant: slots granted
+}
+
 // Key names a rate-limited key and its limit: everything a store needs to
 // know about it.
 type Key struct {
@@ -75,12 +101,10 @@ type SyncItem struct {
 type Backend interface {
 	// Sync applies every item's Push and fills its Pull, as one batch.
 	Sync(ctx context.Context, now int64, items []SyncItem) error
-	// Central is the central check of n requests from gateway gw: it
-	// admits and logs them if the window then holds at most the limit
-	// (outstanding lease slots counting as used), and returns the count
-	// in the window afterwards.
-	Central(ctx context.Context, now int64, key Key, gw, n int) (admitted bool, count int, err error)
-	// Grant grants gateway gw up to n more lease slots, as many as the
-	// limit allows.
-	Grant(ctx context.Context, now int64, key Key, gw, n int) (int, error)
+	// Ask answers a query of gateway gw that a decision waits on. The
+	// central check admits and logs q.N requests if the window then holds
+	// at most the limit (outstanding lease slots counting as used) and
+	// returns the count afterwards; a grant gives up to q.N more lease
+	// slots, as many as the limit allows.
+	Ask(ctx context.Context, now int64, key Key, gw int, q Query) (Answer, error)
 }

@@ -29,10 +29,9 @@ func cellOf(r Row) Cell {
 
 // Mean is a cell's figures averaged over its seeds.
 type Mean struct {
-	Seeds                                     int
-	Requests                                  int64 // summed over seeds
-	AdmittedX, WorstWindowX, WorstFixedWindow float64
-	RejectedPct, RoundTripPct, StrandedX      float64
+	Seeds    int
+	Requests int64 // summed over seeds
+	sim.Figures
 }
 
 // table holds every cell's means.
@@ -45,22 +44,11 @@ func aggregate(rows []Row) table {
 		m := t[c]
 		m.Seeds++
 		m.Requests += r.Requests
-		m.AdmittedX += r.AdmittedX
-		m.WorstWindowX += r.WorstWindowX
-		m.WorstFixedWindow += r.WorstFixedWindowX
-		m.RejectedPct += r.RejectedPct
-		m.RoundTripPct += r.RoundTripPct
-		m.StrandedX += r.StrandedX
+		m.Add(r.Figures())
 		t[c] = m
 	}
 	for c, m := range t {
-		n := float64(m.Seeds)
-		m.AdmittedX /= n
-		m.WorstWindowX /= n
-		m.WorstFixedWindow /= n
-		m.RejectedPct /= n
-		m.RoundTripPct /= n
-		m.StrandedX /= n
+		m.Div(float64(m.Seeds))
 		t[c] = m
 	}
 	return t

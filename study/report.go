@@ -27,7 +27,7 @@ func Write(dir string, rows []Row) error {
 	if err := os.WriteFile(filepath.Join(dir, "results.csv"), buf.Bytes(), 0o644); err != nil {
 		return err
 	}
-	return writeReport(dir, rows, true)
+	return writeReport(dir, rows)
 }
 
 // Rebuild rereads dir/results.csv and writes summary.json, the plots and
@@ -43,7 +43,7 @@ func Rebuild(dir string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return len(rows), writeReport(dir, rows, true)
+	return len(rows), writeReport(dir, rows)
 }
 
 // Report is the built report: its Markdown, summary and charts.
@@ -80,13 +80,11 @@ type scenario struct {
 	StrandedX    float64 `json:"stranded_x"`
 }
 
-func writeReport(dir string, rows []Row, plots bool) error {
+func writeReport(dir string, rows []Row) error {
 	rep := Build(rows)
-	if plots {
-		for _, c := range rep.charts {
-			if err := c.draw(dir); err != nil {
-				return fmt.Errorf("plot %s: %w", c.file, err)
-			}
+	for _, c := range rep.charts {
+		if err := c.draw(dir); err != nil {
+			return fmt.Errorf("plot %s: %w", c.file, err)
 		}
 	}
 	js, err := json.MarshalIndent(rep.Summary, "", "  ")
@@ -114,7 +112,22 @@ const (
 func Build(rows []Row) Report {
 	t := aggregate(rows)
 	var b strings.Builder
-	rep := Report{}
+	rep := Report{Summary: summarize(rows, t)}
+	fmt.Fprintf(&b, "# fleetlimit study report\n\n")
+	fmt.Fprintf(&b, "%d runs, %d simulated requests (%s). Every figure below is a mean over the seeds of one scenario in `results.csv`; "+
+		"`admitted_x` and `worst_window_x` are multiples of L, percentages are of requests. A `–` marks a scenario that was not run.\n\n",
+		len(rows), rep.Summary.Requests, partsLine(rep.Summary.Parts))
+	s := section{t: t, b: &b, rep: &rep, rows: rows, designs: presentDesigns(rows), rates: presentFloods(rows)}
+	s.floods()
+	s.honest()
+	s.leases()
+	s.fixed()
+	rep.Markdown = b.String()
+	return rep
+}
+
+// summarize builds summary.json's figures: totals and every cell's means.
+func summarize(rows []Row, t table) Summary {
 	sum := Summary{Runs: len(rows), Parts: map[string]int{}}
 	for _, r := range rows {
 		sum.Requests += r.Requests
@@ -123,127 +136,109 @@ func Build(rows []Row) Report {
 	for _, c := range t.sortedCells() {
 		m := t[c]
 		sum.Scenarios = append(sum.Scenarios, scenario{c.Part, c.Design, c.Gateways, c.Sync.String(), c.Limit,
-			c.Kind.String(), c.Traffic, c.Routing.String(), m.Seeds, m.AdmittedX, m.WorstWindowX, m.WorstFixedWindow,
+			c.Kind.String(), c.Traffic, c.Routing.String(), m.Seeds, m.AdmittedX, m.WorstWindowX, m.WorstFixedWindowX,
 			m.RejectedPct, m.RoundTripPct, m.StrandedX})
 	}
-	designs := presentDesigns(rows)
+	if fit, _, _ := floodLaw(t); fit != nil {
+		sum.FloodLaw = fit
+	}
+	return sum
+}
 
-	fmt.Fprintf(&b, "# fleetlimit study report\n\n")
-	fmt.Fprintf(&b, "%d runs, %d simulated requests (%s). Every figure below is a mean over the seeds of one scenario in `results.csv`; "+
-		"`admitted_x` and `worst_window_x` are multiples of L, percentages are of requests. A `–` marks a scenario that was not run.\n\n",
-		len(rows), sum.Requests, partsLine(sum.Parts))
+// section is what the report's sections are written from and into.
+type section struct {
+	t       table
+	b       *strings.Builder
+	rep     *Report
+	rows    []Row
+	designs []string
+	rates   []float64 // flood rates present
+}
 
-	// Floods at K = 8, Δ = 1 s.
-	floods := presentFloods(rows)
-	fmt.Fprintf(&b, "## Floods\n\n### admitted_x by design and flood rate (K = %d, Δ = %v, even routing)\n\n", refK, refSync)
-	head := []string{"design"}
-	for _, m := range floods {
+// byDesign writes a table with one row per design and one column per x of
+// xs (headed head[i]), each cell of cell(d, i) shown by text, and returns a
+// series per design of y against xs for a chart.
+func (s section) byDesign(head []string, xs []float64, cell func(d string, i int) Cell, text func(Mean) string, y func(Mean) float64) []series {
+	var tbl [][]string
+	var out []series
+	for ci, d := range s.designs {
+		row := []string{d}
+		var pts plotter.XYs
+		for i := range xs {
+			c := cell(d, i)
+			row = append(row, s.t.fmt(c, text))
+			if v, ok := s.t[c]; ok {
+				pts = append(pts, plotter.XY{X: xs[i], Y: y(v)})
+			}
+		}
+		tbl = append(tbl, row)
+		out = append(out, series{name: d, pts: pts, color: ci})
+	}
+	writeTable(s.b, append([]string{"design"}, head...), tbl)
+	return out
+}
+
+func admitted(m Mean) string { return fmt.Sprintf("%.3f", m.AdmittedX) }
+func cost(m Mean) string     { return fmt.Sprintf("%.3f [%.2f]", m.RejectedPct, m.WorstWindowX) }
+
+// floods writes the flood tables at K = 8, Δ = 1 s, the law and the ceilings.
+func (s section) floods() {
+	fmt.Fprintf(s.b, "## Floods\n\n### admitted_x by design and flood rate (K = %d, Δ = %v, even routing)\n\n", refK, refSync)
+	var head []string
+	for _, m := range s.rates {
 		head = append(head, "flood:"+ff(m))
 	}
-	var tbl [][]string
-	var k8 []series
-	for i, d := range designs {
-		row := []string{d}
-		var pts plotter.XYs
-		for _, m := range floods {
-			c := Cell{PartFlood, d, refK, refSync, quietLimit, refWindow, window.Sliding, floodSpec(m), sim.Even}
-			row = append(row, t.fmt(c, func(m Mean) string { return fmt.Sprintf("%.3f", m.AdmittedX) }))
-			if v, ok := t[c]; ok {
-				pts = append(pts, plotter.XY{X: m, Y: v.AdmittedX})
-			}
-		}
-		tbl = append(tbl, row)
-		k8 = append(k8, series{name: d, pts: pts, color: i})
+	k8 := s.byDesign(head, s.rates, func(d string, i int) Cell {
+		return Cell{PartFlood, d, refK, refSync, quietLimit, refWindow, window.Sliding, floodSpec(s.rates[i]), sim.Even}
+	}, admitted, func(m Mean) float64 { return m.AdmittedX })
+	s.rep.addChart(s.b, "admitted under floods", chart{file: "floods_k8.png", title: fmt.Sprintf("Floods, K = %d, Δ = %v", refK, refSync),
+		xlabel: "flood rate M (x L per window)", ylabel: "admitted_x (x L)", logX: true, logY: true, series: k8, xticks: s.rates})
+	if fit, lawChart, lawText := floodLaw(s.t); fit != nil {
+		s.b.WriteString(lawText)
+		s.rep.addChart(s.b, "the flood law", lawChart)
 	}
-	writeTable(&b, head, tbl)
-	rep.addChart(&b, "admitted under floods", chart{file: "floods_k8.png", title: fmt.Sprintf("Floods, K = %d, Δ = %v", refK, refSync),
-		xlabel: "flood rate M (x L per window)", ylabel: "admitted_x (x L)", logX: true, logY: true, series: k8, xticks: floods})
+	s.b.WriteString(plateaus(s.t, s.designs))
+}
 
-	// The flood law.
-	fit, lawChart, lawText := floodLaw(t)
-	if fit != nil {
-		sum.FloodLaw = fit
-		b.WriteString(lawText)
-		rep.addChart(&b, "the flood law", lawChart)
-	}
-	b.WriteString(plateaus(t, designs))
+// honestCell is the quiet key's honest scenario of design d.
+func honestCell(d string, k int, sync time.Duration, tr string) Cell {
+	return Cell{PartHonest, d, k, sync, quietLimit, refWindow, window.Sliding, tr, sim.Uneven}
+}
 
-	// Honest cost.
-	fmt.Fprintf(&b, "## Honest cost\n\n### rejected_pct [worst_window_x] by design and K (%s, uneven routing, Δ = %v)\n\n", refHonest, refSync)
-	ks := presentInts(rows, func(r Row) (int, bool) { return r.Params.Gateways, r.Part == PartHonest })
-	honest := func(d string, k int, sync time.Duration, tr string) Cell {
-		return Cell{PartHonest, d, k, sync, quietLimit, refWindow, window.Sliding, tr, sim.Uneven}
-	}
-	costCell := func(m Mean) string { return fmt.Sprintf("%.3f [%.2f]", m.RejectedPct, m.WorstWindowX) }
-	head = []string{"design"}
+// honest writes the honest cost by K and by Δ, and page loads by K.
+func (s section) honest() {
+	ks := presentInts(s.rows, func(r Row) (int, bool) { return r.Params.Gateways, r.Part == PartHonest })
+	var kHead []string
 	for _, k := range ks {
-		head = append(head, fmt.Sprintf("K=%d", k))
+		kHead = append(kHead, fmt.Sprintf("K=%d", k))
 	}
-	tbl = nil
-	var byK []series
-	for i, d := range designs {
-		row := []string{d}
-		var pts plotter.XYs
-		for _, k := range ks {
-			c := honest(d, k, refSync, refHonest)
-			row = append(row, t.fmt(c, costCell))
-			if v, ok := t[c]; ok {
-				pts = append(pts, plotter.XY{X: float64(k), Y: v.RejectedPct})
-			}
-		}
-		tbl = append(tbl, row)
-		byK = append(byK, series{name: d, pts: pts, color: i})
-	}
-	writeTable(&b, head, tbl)
-	rep.addChart(&b, "honest rejections by K", chart{file: "honest_k.png", title: fmt.Sprintf("Honest %s, uneven, Δ = %v", refHonest, refSync),
+	rejected := func(m Mean) float64 { return m.RejectedPct }
+	fmt.Fprintf(s.b, "## Honest cost\n\n### rejected_pct [worst_window_x] by design and K (%s, uneven routing, Δ = %v)\n\n", refHonest, refSync)
+	byK := s.byDesign(kHead, floats(ks), func(d string, i int) Cell { return honestCell(d, ks[i], refSync, refHonest) }, cost, rejected)
+	s.rep.addChart(s.b, "honest rejections by K", chart{file: "honest_k.png", title: fmt.Sprintf("Honest %s, uneven, Δ = %v", refHonest, refSync),
 		xlabel: "gateways K", ylabel: "rejected honest requests (%)", logX: true, series: byK, xticks: floats(ks)})
 
-	syncs := presentDurations(rows, PartHonest)
-	fmt.Fprintf(&b, "### rejected_pct [worst_window_x] by design and Δ (%s, uneven routing, K = %d)\n\n", refHonest, refK)
-	head = []string{"design"}
-	for _, s := range syncs {
-		head = append(head, "Δ="+s.String())
+	syncs := presentDurations(s.rows, PartHonest)
+	var sHead []string
+	for _, d := range syncs {
+		sHead = append(sHead, "Δ="+d.String())
 	}
-	tbl = nil
-	var bySync []series
-	for i, d := range designs {
-		row := []string{d}
-		var pts plotter.XYs
-		for _, s := range syncs {
-			c := honest(d, refK, s, refHonest)
-			row = append(row, t.fmt(c, costCell))
-			if v, ok := t[c]; ok {
-				pts = append(pts, plotter.XY{X: s.Seconds(), Y: v.RejectedPct})
-			}
-		}
-		tbl = append(tbl, row)
-		bySync = append(bySync, series{name: d, pts: pts, color: i})
-	}
-	writeTable(&b, head, tbl)
-	rep.addChart(&b, "honest rejections by Δ", chart{file: "honest_sync.png", title: fmt.Sprintf("Honest %s, uneven, K = %d", refHonest, refK),
+	fmt.Fprintf(s.b, "### rejected_pct [worst_window_x] by design and Δ (%s, uneven routing, K = %d)\n\n", refHonest, refK)
+	bySync := s.byDesign(sHead, seconds(syncs), func(d string, i int) Cell { return honestCell(d, refK, syncs[i], refHonest) }, cost, rejected)
+	s.rep.addChart(s.b, "honest rejections by Δ", chart{file: "honest_sync.png", title: fmt.Sprintf("Honest %s, uneven, K = %d", refHonest, refK),
 		xlabel: "sync interval Δ (s)", ylabel: "rejected honest requests (%)", logX: true, series: bySync, xticks: seconds(syncs)})
 
-	fmt.Fprintf(&b, "### Page loads: rejected_pct [worst_window_x] by design and K (%s, uneven routing, Δ = %v)\n\n", refPage, refSync)
-	head = []string{"design"}
-	for _, k := range ks {
-		head = append(head, fmt.Sprintf("K=%d", k))
-	}
-	tbl = nil
-	for _, d := range designs {
-		row := []string{d}
-		for _, k := range ks {
-			row = append(row, t.fmt(honest(d, k, refSync, refPage), costCell))
-		}
-		tbl = append(tbl, row)
-	}
-	writeTable(&b, head, tbl)
+	fmt.Fprintf(s.b, "### Page loads: rejected_pct [worst_window_x] by design and K (%s, uneven routing, Δ = %v)\n\n", refPage, refSync)
+	s.byDesign(kHead, floats(ks), func(d string, i int) Cell { return honestCell(d, ks[i], refSync, refPage) }, cost, rejected)
+}
 
-	// Leases: quiet key against busy key.
-	fmt.Fprintf(&b, "\n## Leases: quiet key against busy key (%s, uneven routing, Δ = %v)\n\n", refHonest, refSync)
-	fmt.Fprintf(&b, "stranded_x is the lease slots held unused by the gateways, time-averaged, as a multiple of L.\n\n")
-	busyKs := presentInts(rows, func(r Row) (int, bool) { return r.Params.Gateways, r.Part == PartBusy })
-	head = []string{"design", "key", "K", "stranded_x", "round_trip_pct", "rejected_pct", "worst_window_x"}
-	tbl = nil
+// leases writes the lease designs on a quiet key against a busy one.
+func (s section) leases() {
+	fmt.Fprintf(s.b, "\n## Leases: quiet key against busy key (%s, uneven routing, Δ = %v)\n\n", refHonest, refSync)
+	fmt.Fprintf(s.b, "stranded_x is the lease slots held unused by the gateways, time-averaged, as a multiple of L.\n\n")
+	busyKs := presentInts(s.rows, func(r Row) (int, bool) { return r.Params.Gateways, r.Part == PartBusy })
+	head := []string{"design", "key", "K", "stranded_x", "round_trip_pct", "rejected_pct", "worst_window_x"}
+	var tbl [][]string
 	for _, d := range []string{"lease", "lease-ask"} {
 		for _, key := range []struct {
 			name  string
@@ -252,7 +247,7 @@ func Build(rows []Row) Report {
 		}{{"quiet (L=100)", PartHonest, quietLimit}, {"busy (L=10000)", PartBusy, BusyLimit}} {
 			for _, k := range busyKs {
 				c := Cell{key.part, d, k, refSync, key.limit, refWindow, window.Sliding, refHonest, sim.Uneven}
-				m, ok := t[c]
+				m, ok := s.t[c]
 				if !ok {
 					tbl = append(tbl, []string{d, key.name, fmt.Sprint(k), "–", "–", "–", "–"})
 					continue
@@ -262,35 +257,33 @@ func Build(rows []Row) Report {
 			}
 		}
 	}
-	writeTable(&b, head, tbl)
+	writeTable(s.b, head, tbl)
+}
 
-	// Sliding against fixed.
-	fmt.Fprintf(&b, "\n## Sliding against fixed window under floods (shared-counter, K = %d, Δ = %v)\n\n", refK, refSync)
-	head = []string{"flood", "sliding admitted_x", "fixed admitted_x", "sliding worst_window_x", "fixed worst_window_x", "fixed worst fixed window"}
-	tbl = nil
+// fixed writes sliding against fixed windows under floods.
+func (s section) fixed() {
+	fmt.Fprintf(s.b, "\n## Sliding against fixed window under floods (shared-counter, K = %d, Δ = %v)\n\n", refK, refSync)
+	head := []string{"flood", "sliding admitted_x", "fixed admitted_x", "sliding worst_window_x", "fixed worst_window_x", "fixed worst fixed window"}
+	var tbl [][]string
 	var sl, fx plotter.XYs
-	for _, m := range floods {
-		s, okS := t[Cell{PartFlood, "shared-counter", refK, refSync, quietLimit, refWindow, window.Sliding, floodSpec(m), sim.Even}]
-		f, okF := t[Cell{PartFixed, "shared-counter", refK, refSync, quietLimit, refWindow, window.Fixed, floodSpec(m), sim.Even}]
+	for _, m := range s.rates {
+		sv, okS := s.t[Cell{PartFlood, "shared-counter", refK, refSync, quietLimit, refWindow, window.Sliding, floodSpec(m), sim.Even}]
+		fv, okF := s.t[Cell{PartFixed, "shared-counter", refK, refSync, quietLimit, refWindow, window.Fixed, floodSpec(m), sim.Even}]
 		row := []string{"flood:" + ff(m), "–", "–", "–", "–", "–"}
 		if okS {
-			row[1], row[3] = fmt.Sprintf("%.3f", s.AdmittedX), fmt.Sprintf("%.3f", s.WorstWindowX)
-			sl = append(sl, plotter.XY{X: m, Y: s.AdmittedX})
+			row[1], row[3] = fmt.Sprintf("%.3f", sv.AdmittedX), fmt.Sprintf("%.3f", sv.WorstWindowX)
+			sl = append(sl, plotter.XY{X: m, Y: sv.AdmittedX})
 		}
 		if okF {
-			row[2], row[4], row[5] = fmt.Sprintf("%.3f", f.AdmittedX), fmt.Sprintf("%.3f", f.WorstWindowX), fmt.Sprintf("%.3f", f.WorstFixedWindow)
-			fx = append(fx, plotter.XY{X: m, Y: f.AdmittedX})
+			row[2], row[4], row[5] = fmt.Sprintf("%.3f", fv.AdmittedX), fmt.Sprintf("%.3f", fv.WorstWindowX), fmt.Sprintf("%.3f", fv.WorstFixedWindowX)
+			fx = append(fx, plotter.XY{X: m, Y: fv.AdmittedX})
 		}
 		tbl = append(tbl, row)
 	}
-	writeTable(&b, head, tbl)
-	rep.addChart(&b, "sliding against fixed", chart{file: "fixed_vs_sliding.png", title: fmt.Sprintf("shared-counter, K = %d, Δ = %v", refK, refSync),
-		xlabel: "flood rate M", ylabel: "admitted_x (x L)", logX: true, xticks: floods,
+	writeTable(s.b, head, tbl)
+	s.rep.addChart(s.b, "sliding against fixed", chart{file: "fixed_vs_sliding.png", title: fmt.Sprintf("shared-counter, K = %d, Δ = %v", refK, refSync),
+		xlabel: "flood rate M", ylabel: "admitted_x (x L)", logX: true, xticks: s.rates,
 		series: []series{{name: "sliding window", pts: sl, color: 0}, {name: "fixed window", pts: fx, color: 1}}})
-
-	rep.Markdown = b.String()
-	rep.Summary = sum
-	return rep
 }
 
 // floodLaw checks lawShared against every shared-counter flood cell.

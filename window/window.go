@@ -44,6 +44,19 @@ func ParseKind(s string) (Kind, error) {
 	return 0, fmt.Errorf("window kind %q: want sliding or fixed", s)
 }
 
+// MarshalText returns the kind's name.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText parses "sliding" or "fixed".
+func (k *Kind) UnmarshalText(b []byte) error {
+	v, err := ParseKind(string(b))
+	if err != nil {
+		return err
+	}
+	*k = v
+	return nil
+}
+
 // Spec is a window: its length and its kind.
 type Spec struct {
 	Size time.Duration // W, > 0

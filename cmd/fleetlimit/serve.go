@@ -20,15 +20,17 @@ import (
 	"github.com/fleetlimit/fleetlimit/rls"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
-	"github.com/fleetlimit/fleetlimit/window"
 )
 
+// serveFlags are serve's command line.
+type serveFlags struct {
+	config, grpcAddr, httpAddr, redisAddr string
+	gateways, gateway                     int
+	reload                                time.Duration
+}
+
 func newServeCmd() *cobra.Command {
-	var (
-		config, grpcAddr, httpAddr, redisAddr string
-		gateways, gateway                     int
-		reload                                time.Duration
-	)
+	var sf serveFlags
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run an Envoy-compatible rate limit service",
@@ -48,97 +50,105 @@ response_headers, near_ratio); see docs/serve.md.`,
   fleetlimit serve --config limits.yaml --redis 127.0.0.1:6379 --gateways 3 --gateway 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if config == "" {
+			if sf.config == "" {
 				return usagef("--config FILE is required")
 			}
-			cfg, err := rls.Load(config)
+			cfg, err := rls.Load(sf.config)
 			if err != nil {
 				return usageError{err}
 			}
 			set := &cfg.Settings
 			if cmd.Flags().Changed("gateways") {
-				set.Gateways = gateways
+				set.Gateways = sf.gateways
 			}
 			if cmd.Flags().Changed("gateway") {
-				set.Gateway = gateway
+				set.Gateway = sf.gateway
 			}
 			if set.Gateways < 1 || set.Gateway < 0 || set.Gateway >= set.Gateways {
 				return usagef("gateway %d of %d: want 0 <= --gateway < --gateways", set.Gateway, set.Gateways)
 			}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-
-			var st store.Backend
-			if redisAddr != "" {
-				dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				rs, err := redisstore.Dial(dctx, redisAddr, redisstore.Options{})
-				cancel()
-				if err != nil {
-					return runError{err}
-				}
-				defer rs.Close()
-				st = rs
-			}
-			kind, _ := window.ParseKind(set.WindowKind)
-			lim, err := limiter.New(limiter.Config{Design: set.Design, WindowKind: kind, Sync: set.Sync,
-				Gateways: set.Gateways, Gateway: set.Gateway, Store: st, Timeout: set.Timeout,
-				FailClosed: set.FailClosed, Logger: log})
-			if err != nil {
-				return usageError{err}
-			}
-			svc := rls.NewService(cfg, lim)
-			gl, err := net.Listen("tcp", grpcAddr)
-			if err != nil {
-				lim.Close()
-				return runError{err}
-			}
-			hl, err := net.Listen("tcp", httpAddr)
-			if err != nil {
-				gl.Close()
-				lim.Close()
-				return runError{err}
-			}
-			gs := grpc.NewServer()
-			pb.RegisterRateLimitServiceServer(gs, svc)
-			hs := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second}
-			errs := make(chan error, 2)
-			go func() { errs <- gs.Serve(gl) }()
-			go func() { errs <- hs.Serve(hl) }()
-			go rls.Watch(ctx, config, svc, log, reload)
-			store := "embedded store"
-			if redisAddr != "" {
-				store = "redis " + redisAddr
-			}
-			log.Info("fleetlimit serve", "grpc", gl.Addr().String(), "http", hl.Addr().String(), "config", config,
-				"design", set.Design, "window_kind", set.WindowKind, "sync", set.Sync, "gateway", fmt.Sprintf("%d/%d", set.Gateway, set.Gateways), "store", store)
-
-			var serveErr error
-			select {
-			case <-ctx.Done():
-			case serveErr = <-errs:
-			}
-			log.Info("fleetlimit serve: shutting down")
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			hs.Shutdown(sctx)
-			gs.GracefulStop()
-			if err := lim.Close(); err != nil {
-				log.Error("fleetlimit serve: final sync failed; unsynced admits are lost", "error", err)
-			}
-			if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) && !errors.Is(serveErr, grpc.ErrServerStopped) {
-				return runError{serveErr}
-			}
-			return nil
+			return serve(ctx, sf, cfg, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&config, "config", "", "envoyproxy/ratelimit YAML configuration file")
-	f.StringVar(&grpcAddr, "grpc-addr", "127.0.0.1:8081", "gRPC listen address")
-	f.StringVar(&httpAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address (/json, /healthcheck, /metrics)")
-	f.StringVar(&redisAddr, "redis", "", "Redis address shared by the fleet (empty: the embedded store)")
-	f.IntVar(&gateways, "gateways", 1, "gateways in the fleet (overrides the config's fleetlimit.gateways)")
-	f.IntVar(&gateway, "gateway", 0, "this gateway's index (overrides the config's fleetlimit.gateway)")
-	f.DurationVar(&reload, "reload-interval", time.Second, "how often to check the config file for changes")
+	f.StringVar(&sf.config, "config", "", "envoyproxy/ratelimit YAML configuration file")
+	f.StringVar(&sf.grpcAddr, "grpc-addr", "127.0.0.1:8081", "gRPC listen address")
+	f.StringVar(&sf.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address (/json, /healthcheck, /metrics)")
+	f.StringVar(&sf.redisAddr, "redis", "", "Redis address shared by the fleet (empty: the embedded store)")
+	f.IntVar(&sf.gateways, "gateways", 1, "gateways in the fleet (overrides the config's fleetlimit.gateways)")
+	f.IntVar(&sf.gateway, "gateway", 0, "this gateway's index (overrides the config's fleetlimit.gateway)")
+	f.DurationVar(&sf.reload, "reload-interval", time.Second, "how often to check the config file for changes")
 	return c
+}
+
+// openStore dials Redis, or returns nil for the embedded store.
+func openStore(ctx context.Context, addr string) (store.Backend, func(), error) {
+	if addr == "" {
+		return nil, func() {}, nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	rs, err := redisstore.Dial(dctx, addr, redisstore.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return rs, func() { rs.Close() }, nil
+}
+
+// serve runs the service until ctx ends or a server fails, then shuts down.
+func serve(ctx context.Context, sf serveFlags, cfg *rls.Config, log *slog.Logger) error {
+	st, closeStore, err := openStore(ctx, sf.redisAddr)
+	if err != nil {
+		return runError{err}
+	}
+	defer closeStore()
+	set := cfg.Settings
+	lim, err := limiter.New(set.Limiter(st, log))
+	if err != nil {
+		return usageError{err}
+	}
+	svc := rls.NewService(cfg, lim)
+	gl, err := net.Listen("tcp", sf.grpcAddr)
+	if err != nil {
+		lim.Close()
+		return runError{err}
+	}
+	hl, err := net.Listen("tcp", sf.httpAddr)
+	if err != nil {
+		gl.Close()
+		lim.Close()
+		return runError{err}
+	}
+	gs := grpc.NewServer()
+	pb.RegisterRateLimitServiceServer(gs, svc)
+	hs := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	errs := make(chan error, 2)
+	go func() { errs <- gs.Serve(gl) }()
+	go func() { errs <- hs.Serve(hl) }()
+	go rls.Watch(ctx, sf.config, svc, log, sf.reload)
+	where := "embedded store"
+	if sf.redisAddr != "" {
+		where = "redis " + sf.redisAddr
+	}
+	log.Info("fleetlimit serve", "grpc", gl.Addr().String(), "http", hl.Addr().String(), "config", sf.config,
+		"design", set.Design, "window_kind", set.WindowKind, "sync", set.Sync, "gateway", fmt.Sprintf("%d/%d", set.Gateway, set.Gateways), "store", where)
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errs:
+	}
+	log.Info("fleetlimit serve: shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	gs.GracefulStop()
+	if err := lim.Close(); err != nil {
+		log.Error("fleetlimit serve: final sync failed; unsynced admits are lost", "error", err)
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) && !errors.Is(serveErr, grpc.ErrServerStopped) {
+		return runError{serveErr}
+	}
+	return nil
 }

@@ -112,23 +112,8 @@ func toSimRun(r sim.Result) simRun {
 		r.AdmittedX, r.WorstWindowX, r.WorstFixedWindowX, r.RejectedPct, r.RoundTripPct, r.StrandedX}
 }
 
-// mean averages the figures over runs (the counts too, as real numbers).
-func mean(results []sim.Result) simRun {
-	var m simRun
-	n := float64(len(results))
-	for _, r := range results {
-		m.AdmittedX += r.AdmittedX / n
-		m.WorstWindowX += r.WorstWindowX / n
-		m.WorstFixedWindowX += r.WorstFixedWindowX / n
-		m.RejectedPct += r.RejectedPct / n
-		m.RoundTripPct += r.RoundTripPct / n
-		m.StrandedX += r.StrandedX / n
-	}
-	return m
-}
-
 func writeSimJSON(w io.Writer, p sim.Params, results []sim.Result) error {
-	m := mean(results)
+	m := sim.Mean(results)
 	runs := make([]simRun, len(results))
 	for i, r := range results {
 		runs[i] = toSimRun(r)
@@ -175,7 +160,7 @@ func writeSimText(w io.Writer, p sim.Params, results []sim.Result) {
 			r.Rejected, r.RoundTrips, r.Syncs, r.AdmittedX, r.WorstWindowX, r.RejectedPct, r.RoundTripPct, r.StrandedX)
 	}
 	if len(results) > 1 {
-		m := mean(results)
+		m := sim.Mean(results)
 		fmt.Fprintf(tw, "mean\t\t\t\t\t\t%.3f\t%.3f\t%.3f\t%.2f\t%.3f\t\n", m.AdmittedX, m.WorstWindowX, m.RejectedPct, m.RoundTripPct, m.StrandedX)
 	}
 	tw.Flush()

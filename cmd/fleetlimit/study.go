@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -36,7 +35,7 @@ workers. Ctrl-C stops cleanly and keeps what finished.`,
   fleetlimit study --report study-out`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			stdout := cmd.OutOrStdout()
 			if reportDir != "" {
 				if out != "" || quick || filter != "" {
 					return usagef("--report rebuilds a report from DIR/results.csv: it takes no --out, --quick or --filter")
@@ -51,53 +50,11 @@ workers. Ctrl-C stops cleanly and keeps what finished.`,
 			if out == "" {
 				return usagef("--out DIR is required (or --report DIR to rebuild a report)")
 			}
-			runs := study.Grid()
-			if quick {
-				runs = study.Quick()
-			}
-			if filter != "" {
-				f, err := study.ParseFilter(filter)
-				if err != nil {
-					return usageError{err}
-				}
-				runs = f.Select(runs)
-				if len(runs) == 0 {
-					return usagef("filter %q selects no run", filter)
-				}
-			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
-				return runError{err}
-			}
-			var requests float64
-			for _, r := range runs {
-				requests += study.ExpectedRequests(r.Params)
-			}
-			fmt.Fprintf(stdout, "%d runs, about %.3g simulated requests, into %s\n", len(runs), requests, out)
-
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
-			bar := newProgress(stderr, len(runs), "study")
-			start := time.Now()
-			rows, complete, err := study.Execute(ctx, runs, study.Options{Workers: workers, Progress: bar.done})
-			bar.finish()
+			runs, err := selectRuns(quick, filter)
 			if err != nil {
-				return runError{err}
+				return err
 			}
-			wall := time.Since(start)
-			var simulated int64
-			for _, r := range rows {
-				simulated += r.Requests
-			}
-			if err := study.Write(out, rows); err != nil {
-				return runError{err}
-			}
-			fmt.Fprintf(stdout, "%d runs, %d simulated requests in %s (%.3g requests/s)\n", len(rows), simulated,
-				wall.Round(10*time.Millisecond), float64(simulated)/wall.Seconds())
-			fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(out, "report.md"))
-			if !complete {
-				return runError{fmt.Errorf("interrupted: %d of %d runs finished; their results are in %s", len(rows), len(runs), out)}
-			}
-			return nil
+			return runStudy(cmd, runs, out, workers)
 		},
 	}
 	f := c.Flags()
@@ -109,4 +66,59 @@ workers. Ctrl-C stops cleanly and keeps what finished.`,
 	return c
 }
 
-var _ = context.Background
+// selectRuns returns the grid (or the quick one) less what filter leaves out.
+func selectRuns(quick bool, filter string) ([]study.Run, error) {
+	runs := study.Grid()
+	if quick {
+		runs = study.Quick()
+	}
+	if filter == "" {
+		return runs, nil
+	}
+	f, err := study.ParseFilter(filter)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if runs = f.Select(runs); len(runs) == 0 {
+		return nil, usagef("filter %q selects no run", filter)
+	}
+	return runs, nil
+}
+
+// runStudy runs runs with progress, writes their results into out, and says
+// what it did.
+func runStudy(cmd *cobra.Command, runs []study.Run, out string, workers int) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return runError{err}
+	}
+	var requests float64
+	for _, r := range runs {
+		requests += study.ExpectedRequests(r.Params)
+	}
+	fmt.Fprintf(stdout, "%d runs, about %.3g simulated requests, into %s\n", len(runs), requests, out)
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	defer stop()
+	bar := newProgress(stderr, len(runs), "study")
+	start := time.Now()
+	rows, complete, err := study.Execute(ctx, runs, study.Options{Workers: workers, Progress: bar.done})
+	bar.finish()
+	if err != nil {
+		return runError{err}
+	}
+	wall := time.Since(start)
+	var simulated int64
+	for _, r := range rows {
+		simulated += r.Requests
+	}
+	if err := study.Write(out, rows); err != nil {
+		return runError{err}
+	}
+	fmt.Fprintf(stdout, "%d runs, %d simulated requests in %s (%.3g requests/s)\n", len(rows), simulated,
+		wall.Round(10*time.Millisecond), float64(simulated)/wall.Seconds())
+	fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(out, "report.md"))
+	if !complete {
+		return runError{fmt.Errorf("interrupted: %d of %d runs finished; their results are in %s", len(rows), len(runs), out)}
+	}
+	return nil
+}

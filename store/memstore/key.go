@@ -191,6 +191,19 @@ func (k *Key) Central(now int64, gw, n int) (bool, int) {
 	return true, count + n
 }
 
+// Answer answers a query of gateway gw at now: the one place a query is
+// dispatched to the store's operations.
+func (k *Key) Answer(now int64, gw int, q store.Query) store.Answer {
+	switch q.Kind {
+	case store.QueryCentral:
+		ok, count := k.Central(now, gw, q.N)
+		return store.Answer{Admit: ok, Count: count}
+	case store.QueryGrant:
+		return store.Answer{Granted: k.Grant(now, gw, q.N)}
+	}
+	return store.Answer{}
+}
+
 // Grant is a lease round trip: it grants gateway gw up to n more slots at
 // now, as many as the limit allows, and returns how many.
 func (k *Key) Grant(now int64, gw, n int) int {

@@ -72,7 +72,7 @@ func TestLeaseAccounting(t *testing.T) {
 		t.Fatal("central check admitted while grants fill the limit")
 	}
 	// Gateway 0 used 2 of its 6 and hands 4 back: 2 admitted + 4 held by 1.
-	p := k.Sync(sec, store.Push{Gateway: 0, Admits: []int64{1, 2}, Return: 4, Ask: 10})
+	p := k.Sync(sec, store.Push{Gateway: 0, Admits: []int64{1, 2}, Ask: 10})
 	if p.Granted != 4 || k.Outstanding() != 8 {
 		t.Fatalf("after hand-back granted %d outstanding %d, want 4 and 8", p.Granted, k.Outstanding())
 	}

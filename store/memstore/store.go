@@ -65,20 +65,13 @@ func (s *Store) Sync(ctx context.Context, now int64, items []store.SyncItem) err
 	return nil
 }
 
-// Central is the central check for one key.
-func (s *Store) Central(ctx context.Context, now int64, k store.Key, gw, n int) (bool, int, error) {
+// Ask answers a query for one key. It never fails.
+func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store.Query) (store.Answer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ok, count := s.key(k).Central(now, gw, n)
+	a := s.key(k).Answer(now, gw, q)
 	s.gc(now)
-	return ok, count, nil
-}
-
-// Grant grants lease slots for one key.
-func (s *Store) Grant(ctx context.Context, now int64, k store.Key, gw, n int) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.key(k).Grant(now, gw, n), nil
+	return a, nil
 }
 
 // Stamps returns the timestamps of key inside the window at now, ascending.

@@ -216,24 +216,25 @@ func slot(key string) uint16 {
 	return crc % 16384
 }
 
-// Central is the central check, one round trip.
-func (s *Store) Central(ctx context.Context, now int64, k store.Key, gw, n int) (bool, int, error) {
-	args := append(head(now, k, 0), us(now), gw, n)
-	vals, err := run(ctx, s, centralScript, k.Name, args).Int64Slice()
-	if err != nil {
-		return false, 0, err
+// Ask answers a query for one key, one round trip: the central check or a
+// lease grant.
+func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store.Query) (store.Answer, error) {
+	args := append(head(now, k, 0), us(now), gw, q.N)
+	switch q.Kind {
+	case store.QueryCentral:
+		vals, err := run(ctx, s, centralScript, k.Name, args).Int64Slice()
+		if err != nil {
+			return store.Answer{}, err
+		}
+		if len(vals) != 2 {
+			return store.Answer{}, fmt.Errorf("redisstore: central check of %q answered %v", k.Name, vals)
+		}
+		return store.Answer{Admit: vals[0] == 1, Count: int(vals[1])}, nil
+	case store.QueryGrant:
+		g, err := run(ctx, s, grantScript, k.Name, args).Int64()
+		return store.Answer{Granted: int(g)}, err
 	}
-	if len(vals) != 2 {
-		return false, 0, fmt.Errorf("redisstore: central check of %q answered %v", k.Name, vals)
-	}
-	return vals[0] == 1, int(vals[1]), nil
-}
-
-// Grant asks for lease slots, one round trip.
-func (s *Store) Grant(ctx context.Context, now int64, k store.Key, gw, n int) (int, error) {
-	args := append(head(now, k, 0), us(now), gw, n)
-	g, err := run(ctx, s, grantScript, k.Name, args).Int64()
-	return int(g), err
+	return store.Answer{}, fmt.Errorf("redisstore: unknown query kind %d", q.Kind)
 }
 
 func run(ctx context.Context, s *Store, sc *redis.Script, name string, args []any) *redis.Cmd {

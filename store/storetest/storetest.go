@@ -24,22 +24,47 @@ func at(msOff int64) int64 { return T0 + msOff*ms }
 // Run runs the contract against backends made by newBackend, a fresh one
 // per subtest (keys are named per subtest, too).
 func Run(t *testing.T, newBackend func(t *testing.T) store.Backend) {
-	ctx := context.Background()
-	sliding := window.Spec{Size: 10 * time.Second}
-	key := func(t *testing.T, limit int, spec window.Spec) store.Key {
-		return store.Key{Name: "contract/" + t.Name(), Limit: limit, Window: spec}
+	for _, c := range contract {
+		t.Run(c.name, func(t *testing.T) { c.run(t, newBackend(t)) })
 	}
-	sync1 := func(t *testing.T, b store.Backend, now int64, k store.Key, p store.Push) store.Pull {
-		t.Helper()
-		items := []store.SyncItem{{Key: k, Push: p}}
-		if err := b.Sync(ctx, now, items); err != nil {
-			t.Fatal(err)
-		}
-		return items[0].Pull
-	}
+}
 
-	t.Run("push and pull", func(t *testing.T) {
-		b, k := newBackend(t), key(t, 100, sliding)
+var ctx = context.Background()
+
+var sliding = window.Spec{Size: 10 * time.Second}
+
+func key(t *testing.T, limit int, spec window.Spec) store.Key {
+	return store.Key{Name: "contract/" + t.Name(), Limit: limit, Window: spec}
+}
+
+func sync1(t *testing.T, b store.Backend, now int64, k store.Key, p store.Push) store.Pull {
+	t.Helper()
+	items := []store.SyncItem{{Key: k, Push: p}}
+	if err := b.Sync(ctx, now, items); err != nil {
+		t.Fatal(err)
+	}
+	return items[0].Pull
+}
+
+// central is the central check of n requests from gateway gw.
+func central(b store.Backend, now int64, k store.Key, gw, n int) (bool, int, error) {
+	a, err := b.Ask(ctx, now, k, gw, store.Query{Kind: store.QueryCentral, N: n})
+	return a.Admit, a.Count, err
+}
+
+// grant asks for n lease slots for gateway gw.
+func grant(b store.Backend, now int64, k store.Key, gw, n int) (int, error) {
+	a, err := b.Ask(ctx, now, k, gw, store.Query{Kind: store.QueryGrant, N: n})
+	return a.Granted, err
+}
+
+// contract is the table of the contract's cases.
+var contract = []struct {
+	name string
+	run  func(t *testing.T, b store.Backend)
+}{
+	{"push and pull", func(t *testing.T, b store.Backend) {
+		k := key(t, 100, sliding)
 		sync1(t, b, at(500), k, store.Push{Gateway: 1, Admits: []int64{at(200), at(400)}, Seq: 1})
 		p := sync1(t, b, at(600), k, store.Push{Gateway: 0, Admits: []int64{at(100), at(300), at(500)}, Seq: 1, WantOwn: true})
 		if p.Count != 5 || p.Own != 3 {
@@ -58,10 +83,9 @@ func Run(t *testing.T, newBackend func(t *testing.T) store.Backend) {
 		if !slices.Equal(p.Expiring, []int64{at(300), at(400)}) {
 			t.Fatalf("expiring within 200ms %v, want [+300ms +400ms]", rel(p.Expiring))
 		}
-	})
-
-	t.Run("a retried push counts once", func(t *testing.T) {
-		b, k := newBackend(t), key(t, 100, sliding)
+	}},
+	{"a retried push counts once", func(t *testing.T, b store.Backend) {
+		k := key(t, 100, sliding)
 		sync1(t, b, at(100), k, store.Push{Gateway: 2, Admits: []int64{at(10), at(20), at(30)}, Seq: 1})
 		p := sync1(t, b, at(200), k, store.Push{Gateway: 2, Admits: []int64{at(10), at(20), at(30), at(150)}, Seq: 1})
 		if p.Count != 4 {
@@ -76,18 +100,16 @@ func Run(t *testing.T, newBackend func(t *testing.T) store.Backend) {
 		if p.Count != 5 {
 			t.Fatalf("count %d, want 5", p.Count)
 		}
-	})
-
-	t.Run("stale stamps are dropped", func(t *testing.T) {
-		b, k := newBackend(t), key(t, 100, sliding)
+	}},
+	{"stale stamps are dropped", func(t *testing.T, b store.Backend) {
+		k := key(t, 100, sliding)
 		p := sync1(t, b, at(20000), k, store.Push{Admits: []int64{at(5000), at(15000)}, Seq: 1})
 		if p.Count != 1 {
 			t.Fatalf("count %d, want 1", p.Count)
 		}
-	})
-
-	t.Run("central check", func(t *testing.T) {
-		b, k := newBackend(t), key(t, 2, sliding)
+	}},
+	{"central check", func(t *testing.T, b store.Backend) {
+		k := key(t, 2, sliding)
 		for i, c := range []struct {
 			at    int64
 			n     int
@@ -96,7 +118,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) store.Backend) {
 		}{{0, 1, true, 1}, {1, 2, false, 1}, {1, 1, true, 2}, {2, 1, false, 2},
 			{10000, 1, true, 2}, // 0 left the window at 10 s
 			{10001, 1, true, 2}, {10001, 1, false, 2}} {
-			ok, count, err := b.Central(ctx, at(c.at), k, 0, c.n)
+			ok, count, err := central(b, at(c.at), k, 0, c.n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,41 +126,38 @@ func Run(t *testing.T, newBackend func(t *testing.T) store.Backend) {
 				t.Fatalf("row %d: Central(+%dms, n=%d) = %v, %d; want %v, %d", i, c.at, c.n, ok, count, c.want, c.count)
 			}
 		}
-	})
-
-	t.Run("lease grants and returns", func(t *testing.T) {
-		b, k := newBackend(t), key(t, 10, sliding)
+	}},
+	{"lease grants and returns", func(t *testing.T, b store.Backend) {
+		k := key(t, 10, sliding)
 		if g := sync1(t, b, at(0), k, store.Push{Gateway: 0, Ask: 6}).Granted; g != 6 {
 			t.Fatalf("first grant %d, want 6", g)
 		}
 		if g := sync1(t, b, at(0), k, store.Push{Gateway: 1, Ask: 6}).Granted; g != 4 {
 			t.Fatalf("second grant %d, want 4: outstanding slots count as used", g)
 		}
-		if ok, _, _ := b.Central(ctx, at(1), k, 2, 1); ok {
+		if ok, _, _ := central(b, at(1), k, 2, 1); ok {
 			t.Fatal("central check admitted while grants fill the limit")
 		}
 		// Gateway 0 used 2 slots, hands back 4, asks for 10: 2 admitted
 		// + 4 held by gateway 1 leave 4.
-		p := sync1(t, b, at(1000), k, store.Push{Gateway: 0, Admits: []int64{at(1), at(2)}, Seq: 1, Return: 4, Ask: 10})
+		p := sync1(t, b, at(1000), k, store.Push{Gateway: 0, Admits: []int64{at(1), at(2)}, Seq: 1, Ask: 10})
 		if p.Granted != 4 || p.Count != 2 {
 			t.Fatalf("after hand-back: granted %d count %d, want 4 and 2", p.Granted, p.Count)
 		}
-		if g, err := b.Grant(ctx, at(1000), k, 2, 5); err != nil || g != 0 {
+		if g, err := grant(b, at(1000), k, 2, 5); err != nil || g != 0 {
 			t.Fatalf("round-trip grant %d (%v): want 0, the limit is reached", g, err)
 		}
 		// A retried sync (same push) settles the same slots again.
-		p = sync1(t, b, at(1000), k, store.Push{Gateway: 0, Admits: []int64{at(1), at(2)}, Seq: 1, Return: 4, Ask: 10})
+		p = sync1(t, b, at(1000), k, store.Push{Gateway: 0, Admits: []int64{at(1), at(2)}, Seq: 1, Ask: 10})
 		if p.Granted != 4 || p.Count != 2 {
 			t.Fatalf("retried sync: granted %d count %d, want 4 and 2", p.Granted, p.Count)
 		}
 		// After 10 s the admits at +1ms, +2ms leave: 2 more slots.
-		if g, _ := b.Grant(ctx, at(10003), k, 2, 5); g != 2 {
+		if g, _ := grant(b, at(10003), k, 2, 5); g != 2 {
 			t.Fatalf("grant after ageing %d, want 2", g)
 		}
-	})
-
-	t.Run("fixed window", func(t *testing.T) {
-		b := newBackend(t)
+	}},
+	{"fixed window", func(t *testing.T, b store.Backend) {
 		k := key(t, 100, window.Spec{Size: 10 * time.Second, Kind: window.Fixed})
 		// T0 is a multiple of 10 s, so windows start at T0 + 10n s.
 		sync1(t, b, at(1000), k, store.Push{Admits: []int64{at(0), at(900)}, Seq: 1})
@@ -151,10 +170,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) store.Backend) {
 		if p := sync1(t, b, at(10000), k, store.Push{}); p.Count != 0 {
 			t.Fatalf("after the boundary: count %d", p.Count)
 		}
-	})
-
-	t.Run("a batch of many keys", func(t *testing.T) {
-		b := newBackend(t)
+	}},
+	{"a batch of many keys", func(t *testing.T, b store.Backend) {
 		items := make([]store.SyncItem, 300)
 		for i := range items {
 			items[i] = store.SyncItem{
@@ -174,19 +191,17 @@ func Run(t *testing.T, newBackend func(t *testing.T) store.Backend) {
 				t.Fatalf("key %d: %+v, want count %d granted %d", i, it.Pull, i%5, wantGrant)
 			}
 		}
-	})
-
-	t.Run("keys are apart", func(t *testing.T) {
-		b := newBackend(t)
+	}},
+	{"keys are apart", func(t *testing.T, b store.Backend) {
 		a, c := key(t, 1, sliding), key(t, 1, sliding)
 		c.Name += "/other"
-		if ok, _, _ := b.Central(ctx, at(0), a, 0, 1); !ok {
+		if ok, _, _ := central(b, at(0), a, 0, 1); !ok {
 			t.Fatal("first key refused")
 		}
-		if ok, _, _ := b.Central(ctx, at(0), c, 0, 1); !ok {
+		if ok, _, _ := central(b, at(0), c, 0, 1); !ok {
 			t.Fatal("second key refused: keys share state")
 		}
-	})
+	}},
 }
 
 func rel(ts []int64) []string {

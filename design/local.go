@@ -1,0 +1,123 @@
+package design
+
+import "github.com/fleetlimit/fleetlimit/window"
+
+// local is a gateway's one record of its own admits for one key. It serves
+// two purposes with one entry per admit:
+//
+//   - the sync: the admits not yet acknowledged by the store, which SyncPush
+//     hands out and SyncPull settles (admits made while a sync is in flight
+//     are pushed at the next one);
+//   - the local quota, the rule of split and of every design's fallback while
+//     the store cannot be reached: own admits in the window fewer than L/K,
+//     i.e. at most ceil(L/K). For it the record keeps acknowledged admits
+//     while they are in the window, but never more than the quota of them:
+//     past that the exact number no longer matters to the rule.
+//
+// Times never go backwards between calls.
+type local struct {
+	spec  window.Spec
+	quota int // ceil(L/K)
+
+	stamps []int64 // ascending; stamps[:lo] are forgotten
+	lo     int
+	win    int    // stamps[:win] have left the window (win may lag lo)
+	acked  int    // stamps[:acked] are in the store
+	pushed int    // stamps[acked:pushed] are in flight
+	seq    uint64 // admits the store has acknowledged, for Push.Seq
+}
+
+func newLocal(c Config) local {
+	return local{spec: c.Window, quota: (c.Limit + c.Gateways - 1) / c.Gateways} // own < L/K  <=>  own+1 <= ceil(L/K)
+}
+
+// add records n admits at now, to be pushed at the next sync.
+func (l *local) add(now int64, n int) {
+	for i := 0; i < n; i++ {
+		l.stamps = append(l.stamps, now)
+	}
+}
+
+// push returns the admits to push and the sequence number of the first.
+func (l *local) push() ([]int64, uint64) {
+	l.pushed = len(l.stamps)
+	return l.stamps[l.acked:l.pushed], l.seq + 1
+}
+
+// settle marks the admits of the last push as acknowledged, forgetting the
+// acknowledged ones the quota no longer needs.
+func (l *local) settle() {
+	l.seq += uint64(l.pushed - l.acked)
+	l.acked = l.pushed
+	l.lo = max(l.lo, min(l.win, l.acked), l.acked-l.quota)
+	if l.lo > 0 && 2*l.lo >= len(l.stamps) {
+		n := copy(l.stamps, l.stamps[l.lo:])
+		l.stamps = l.stamps[:n]
+		l.win = max(l.win-l.lo, 0)
+		l.acked -= l.lo
+		l.pushed -= l.lo
+		l.lo = 0
+	}
+}
+
+// unsynced reports whether some admits are not pushed yet.
+func (l *local) unsynced() bool { return len(l.stamps) > l.acked }
+
+// quietSyncs is QuietSyncs for a design whose syncs only push its admits
+// (and refresh what it pulls): quiet forever while it has nothing to push.
+func (l *local) quietSyncs() int {
+	if l.unsynced() {
+		return 0
+	}
+	return Forever
+}
+
+// age forgets what has left the window at now and returns the index of the
+// first stamp that counts.
+func (l *local) age(now int64) int {
+	lo := l.spec.Lo(now)
+	for l.win < len(l.stamps) && l.stamps[l.win] < lo {
+		l.win++
+	}
+	return max(l.win, l.lo)
+}
+
+// sinceSync is the index of the first admit not yet acknowledged that
+// still counts at now: len(stamps) less it is how many count.
+func (l *local) sinceSync(now int64) int { return max(l.age(now), l.acked) }
+
+// count is the own admits that count at now, exact up to the quota.
+func (l *local) count(now int64) int { return len(l.stamps) - l.age(now) }
+
+// allow is the local-quota rule: it admits and records n requests at now if
+// own admits in the window then number at most the quota.
+func (l *local) allow(now int64, n int) bool {
+	if l.count(now)+n > l.quota {
+		return false
+	}
+	l.add(now, n)
+	return true
+}
+
+// oldest returns the oldest own admit that counts at now, and false when
+// none does.
+func (l *local) oldest(now int64) (int64, bool) {
+	if first := l.age(now); first < len(l.stamps) {
+		return l.stamps[first], true
+	}
+	return 0, false
+}
+
+// view returns what is left of the quota at now with used admits counted
+// besides the record's own, and when the oldest of oldest (when ok) and the
+// record's own leaves the window (now when nothing counts).
+func (l *local) view(now int64, used int, oldest int64, ok bool) (int, int64) {
+	left := max(l.quota-l.count(now)-used, 0)
+	if t, has := l.oldest(now); has && (!ok || t < oldest) {
+		oldest, ok = t, true
+	}
+	if !ok {
+		return left, now
+	}
+	return left, l.spec.Reset(now, oldest)
+}

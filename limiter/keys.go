@@ -1,0 +1,114 @@
+package limiter
+
+import (
+	"sync"
+
+	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/store"
+	"github.com/fleetlimit/fleetlimit/window"
+)
+
+// entry is one key's state at this gateway.
+type entry struct {
+	mu      sync.Mutex
+	key     store.Key
+	gw      design.Gateway
+	used    int64 // last request, ns
+	evicted bool
+	// Keys are often created one after another, so their entries sit
+	// side by side; without padding two goroutines on two keys write one
+	// cache line and run at half speed (BenchmarkAllowParallel).
+	_ [128]byte
+}
+
+// newEntry builds key's entry under a limit that Limit.validate accepted.
+func (l *Limiter) newEntry(key string, lim Limit) *entry {
+	spec := window.Spec{Size: lim.Window, Kind: l.cfg.WindowKind}
+	dc := l.designConfig(lim.Requests, spec)
+	return &entry{key: store.Key{Name: key, Limit: lim.Requests, Window: spec}, gw: l.info.New(dc)}
+}
+
+// matches reports whether e holds key under lim.
+func (e *entry) matches(lim Limit) bool {
+	return e.key.Limit == lim.Requests && e.key.Window.Size == lim.Window
+}
+
+// get returns key's entry, creating it (or renewing it when its limit
+// changed) as needed.
+func (l *Limiter) get(key string, lim Limit, now int64) *entry {
+	if v, ok := l.keys.Load(key); ok {
+		if e := v.(*entry); e.matches(lim) {
+			return e
+		}
+	}
+	return l.create(key, lim, now)
+}
+
+func (l *Limiter) create(key string, lim Limit, now int64) *entry {
+	l.createMu.Lock()
+	defer l.createMu.Unlock()
+	var old *entry
+	if v, ok := l.keys.Load(key); ok {
+		if old = v.(*entry); old.matches(lim) {
+			return old
+		}
+	}
+	if old == nil && l.nkeys.Load() >= int64(l.cfg.MaxKeys) {
+		l.evictOne(now)
+	}
+	ne := l.newEntry(key, lim)
+	if old != nil { // the limit changed: push what the old state had
+		l.retire(old, now)
+	} else {
+		l.nkeys.Add(1)
+	}
+	l.keys.Store(key, ne)
+	return ne
+}
+
+// retire marks e evicted and keeps for the next sync a last push of its
+// unsynced admits, which also hands back any lease slots it holds (a push
+// that asks for nothing). The caller holds createMu and not e's lock.
+func (l *Limiter) retire(e *entry, now int64) {
+	e.mu.Lock()
+	e.evicted = true
+	held := e.gw.Held()
+	p := e.gw.SyncPush(now)
+	e.mu.Unlock()
+	if len(p.Admits) > 0 || held > 0 {
+		last := store.Push{Gateway: p.Gateway, Admits: append([]int64(nil), p.Admits...), Seq: p.Seq}
+		l.orphanMu.Lock()
+		l.orphans = append(l.orphans, store.SyncItem{Key: e.key, Push: last})
+		l.orphanMu.Unlock()
+	}
+}
+
+// evictOne evicts the least recently used of a sample of keys. The caller
+// holds createMu.
+func (l *Limiter) evictOne(now int64) {
+	var victim *entry
+	oldest, seen := int64(1<<63-1), 0
+	l.keys.Range(func(_, v any) bool {
+		e := v.(*entry)
+		e.mu.Lock()
+		u := e.used
+		e.mu.Unlock()
+		if u < oldest {
+			victim, oldest = e, u
+		}
+		seen++
+		return seen < 16
+	})
+	if victim != nil {
+		l.drop(victim, now)
+	}
+}
+
+// drop retires e and removes it. The caller holds createMu.
+func (l *Limiter) drop(e *entry, now int64) {
+	if l.keys.CompareAndDelete(e.key.Name, e) {
+		l.retire(e, now)
+		l.nkeys.Add(-1)
+		l.stats.evicted.Add(1)
+	}
+}

@@ -1,0 +1,93 @@
+package study
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+)
+
+var reproduceRows = flag.Int("reproduce-rows", 2200, "rows of docs/study-results/results.csv that TestReproducesCommittedResults reruns (0: all)")
+
+// committed is the study's committed results, which the simulator must
+// reproduce byte for byte: a refactoring that changes one decision of one
+// run changes a row.
+const committed = "../docs/study-results/results.csv"
+
+// TestReproducesCommittedResults reruns a subset of the committed
+// results.csv, spread over every part and design (the cheapest runs of
+// each, so that the test stays quick), and compares the rows it writes
+// byte for byte. Under the race detector, which slows the simulator
+// tenfold, it reruns a tenth of them; run it without -race for the whole
+// subset, or with -reproduce-rows 0 for every row.
+func TestReproducesCommittedResults(t *testing.T) {
+	src, err := os.ReadFile(committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ReadCSV(bytes.NewReader(src), committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(src), "\n")[1:] // lines[i] is rows[i]
+	n := *reproduceRows
+	if raceEnabled && n > 0 {
+		n /= 10
+	}
+	pick := cheapestPerGroup(rows, n)
+	runs := make([]Run, len(pick))
+	for j, i := range pick {
+		runs[j] = Run{Part: rows[i].Part, Params: rows[i].Params}
+	}
+	got, complete, err := Execute(context.Background(), runs, Options{})
+	if err != nil || !complete {
+		t.Fatalf("execute: %v (complete %v)", err, complete)
+	}
+	groups := map[string]bool{}
+	for j, i := range pick {
+		var b bytes.Buffer
+		if err := WriteCSV(&b, got[j:j+1]); err != nil {
+			t.Fatal(err)
+		}
+		line := strings.SplitAfter(b.String(), "\n")[1]
+		if line != lines[i] {
+			t.Fatalf("row %d differs:\ncommitted %s\nrerun     %s", i+2, lines[i], line)
+		}
+		groups[rows[i].Part+"/"+rows[i].Params.Design] = true
+	}
+	if len(groups) != 22 { // 7 designs in 3 parts, and the fixed part
+		t.Fatalf("the subset covers %d part/design groups, want 22", len(groups))
+	}
+	t.Logf("%d rows of %s reproduced byte for byte, over %d part/design groups", len(pick), committed, len(groups))
+}
+
+// cheapestPerGroup returns the indexes of about n rows (all when n is 0),
+// the cheapest of each part and design in equal numbers, in file order.
+func cheapestPerGroup(rows []Row, n int) []int {
+	byGroup := map[string][]int{}
+	var names []string
+	for i, r := range rows {
+		g := r.Part + "/" + r.Params.Design
+		if byGroup[g] == nil {
+			names = append(names, g)
+		}
+		byGroup[g] = append(byGroup[g], i)
+	}
+	per := len(rows)
+	if n > 0 {
+		per = (n + len(names) - 1) / len(names)
+	}
+	var pick []int
+	for _, g := range names {
+		idx := byGroup[g]
+		sort.SliceStable(idx, func(a, b int) bool {
+			return ExpectedRequests(rows[idx[a]].Params) < ExpectedRequests(rows[idx[b]].Params)
+		})
+		pick = append(pick, idx[:min(per, len(idx))]...)
+	}
+	sort.Ints(pick)
+	return pick
+}
