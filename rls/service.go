@@ -188,7 +188,7 @@ func (s *Service) decideDescriptor(ctx context.Context, cfg *Config, req *pb.Rat
 	if hits == 0 {
 		hits = 1
 	}
-	over, remaining, reset, err := s.decide(ctx, d.counter, lim, hits)
+	over, remaining, reset, err := s.count(ctx, d.counter, lim, hits)
 	if err != nil {
 		return nil, false, status.Errorf(codes.Internal, "descriptor %d: %v", i, err)
 	}
@@ -223,10 +223,10 @@ func rateLimitHeaders(st *pb.RateLimitResponse_DescriptorStatus) []*corev3.Heade
 	}
 }
 
-// decide counts hits against the counter of one request descriptor (its
+// count counts hits against the counter of one request descriptor (its
 // domain and every key and value, as envoyproxy/ratelimit keys its cache)
 // under lim.
-func (s *Service) decide(ctx context.Context, counter string, lim *RateLimit, hits uint64) (over bool, remaining int, reset time.Duration, err error) {
+func (s *Service) count(ctx context.Context, counter string, lim *RateLimit, hits uint64) (over bool, remaining int, reset time.Duration, err error) {
 	if lim.RequestsPerUnit == 0 {
 		return true, 0, lim.Unit.Duration(), nil
 	}

@@ -3,17 +3,22 @@ package sim
 // Figures are what a run reports as multiples and shares, or their means
 // over seeds.
 type Figures struct {
-	AdmittedX         float64
-	WorstWindowX      float64
+	// AdmittedX is admitted requests per window after the first window,
+	// as a multiple of L (per minute, for the study's 1-minute window).
+	AdmittedX float64
+	// WorstWindowX is the most admitted in any W-long interval, over L.
+	WorstWindowX float64
+	// WorstFixedWindowX is the most admitted in any fixed window
+	// [nW, (n+1)W), over L.
 	WorstFixedWindowX float64
-	RejectedPct       float64
-	RoundTripPct      float64
-	StrandedX         float64
-}
-
-// Figures returns r's figures.
-func (r Result) Figures() Figures {
-	return Figures{r.AdmittedX, r.WorstWindowX, r.WorstFixedWindowX, r.RejectedPct, r.RoundTripPct, r.StrandedX}
+	// RejectedPct is the share of requests rejected, in percent (the
+	// honest client's cost in honest runs, the attacker's in floods).
+	RejectedPct float64
+	// RoundTripPct is the share of requests that waited on the store.
+	RoundTripPct float64
+	// StrandedX is the time-averaged lease slots granted and not used,
+	// fleet-wide, over L (0 outside the lease designs).
+	StrandedX float64
 }
 
 // Add adds o to f, figure by figure.
@@ -41,7 +46,7 @@ func (f *Figures) Div(n float64) {
 func Mean(results []Result) Figures {
 	var m Figures
 	for _, r := range results {
-		m.Add(r.Figures())
+		m.Add(r.Figures)
 	}
 	if len(results) > 0 {
 		m.Div(float64(len(results)))

@@ -177,7 +177,7 @@ func (lr *lazyRun) run() {
 		}
 		lr.syncUpTo(a.t)
 		lr.catchUp(a.g, lr.lastBefore(a.g, a.t)+1)
-		r.decide(a.t, a.g)
+		r.arrive(a.t, a.g)
 		lr.reschedule(a.g)
 	}
 	lr.syncUpTo(r.end - 1)

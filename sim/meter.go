@@ -37,7 +37,7 @@ func (m *meter) held(t int64, delta int) {
 	m.heldTotal += int64(delta)
 }
 
-func (m *meter) decide(t int64, v design.Verdict) {
+func (m *meter) record(t int64, v design.Verdict) {
 	m.requests++
 	if v != design.Admit {
 		m.rejected++
@@ -72,16 +72,18 @@ func (m *meter) result(end int64) Result {
 	m.heldArea += float64(m.heldTotal) * float64(end-m.heldAt)
 	l := float64(m.p.Limit)
 	r := Result{
-		Params:            m.p,
-		Requests:          m.requests,
-		Admitted:          m.admitted,
-		Rejected:          m.rejected,
-		RoundTrips:        m.roundTrips,
-		Syncs:             m.syncs,
-		AdmittedX:         float64(m.admittedAfter) / (float64(end-m.w) / float64(m.w)) / l,
-		WorstWindowX:      float64(m.worst) / l,
-		WorstFixedWindowX: float64(m.worstFixed) / l,
-		StrandedX:         m.heldArea / float64(end) / l,
+		Params:     m.p,
+		Requests:   m.requests,
+		Admitted:   m.admitted,
+		Rejected:   m.rejected,
+		RoundTrips: m.roundTrips,
+		Syncs:      m.syncs,
+		Figures: Figures{
+			AdmittedX:         float64(m.admittedAfter) / (float64(end-m.w) / float64(m.w)) / l,
+			WorstWindowX:      float64(m.worst) / l,
+			WorstFixedWindowX: float64(m.worstFixed) / l,
+			StrandedX:         m.heldArea / float64(end) / l,
+		},
 	}
 	if m.requests > 0 {
 		r.RejectedPct = 100 * float64(m.rejected) / float64(m.requests)

@@ -103,22 +103,7 @@ type Result struct {
 	RoundTrips int64 // requests whose decision waited on the store
 	Syncs      int64 // gateway syncs performed
 
-	// AdmittedX is admitted requests per window after the first window,
-	// as a multiple of L (per minute, for the study's 1-minute window).
-	AdmittedX float64
-	// WorstWindowX is the most admitted in any W-long interval, over L.
-	WorstWindowX float64
-	// WorstFixedWindowX is the most admitted in any fixed window
-	// [nW, (n+1)W), over L.
-	WorstFixedWindowX float64
-	// RejectedPct is the share of requests rejected, in percent (the
-	// honest client's cost in honest runs, the attacker's in floods).
-	RejectedPct float64
-	// RoundTripPct is the share of requests that waited on the store.
-	RoundTripPct float64
-	// StrandedX is the time-averaged lease slots granted and not used,
-	// fleet-wide, over L (0 outside the lease designs).
-	StrandedX float64
+	Figures
 }
 
 // Stream numbers keep the random streams of a run apart: the arrivals and
@@ -244,9 +229,9 @@ func (r *runner) heldAfter(t int64, g, before int) {
 	}
 }
 
-// decide hands the request at t to gateway g: decide, ask the store if
+// arrive hands the request at t to gateway g: decide, ask the store if
 // told to, resume.
-func (r *runner) decide(t int64, g int) {
+func (r *runner) arrive(t int64, g int) {
 	gw := r.gws[g]
 	held := r.heldBefore(g)
 	v, q := gw.Decide(t, 1)
@@ -255,7 +240,7 @@ func (r *runner) decide(t int64, g int) {
 		v = gw.Resume(t, 1, q, r.key.Answer(t, g, q))
 	}
 	r.heldAfter(t, g, held)
-	r.m.decide(t, v)
+	r.m.record(t, v)
 	if r.trace != nil {
 		r.trace(t, g, v)
 	}
@@ -282,7 +267,7 @@ func (r *runner) eager(syncs bool) {
 		if syncs {
 			rr.upTo(t)
 		}
-		r.decide(t, r.route.pick())
+		r.arrive(t, r.route.pick())
 	}
 	if syncs {
 		rr.upTo(r.end - 1)

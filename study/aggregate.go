@@ -44,7 +44,7 @@ func aggregate(rows []Row) table {
 		m := t[c]
 		m.Seeds++
 		m.Requests += r.Requests
-		m.Add(r.Figures())
+		m.Add(r.Figures)
 		t[c] = m
 	}
 	for c, m := range t {

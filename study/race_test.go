@@ -2,6 +2,6 @@
 
 package study
 
-// raceEnabled shrinks the heaviest reruns under the race detector, which
-// slows the simulator about tenfold; the checks themselves stay the same.
+// raceEnabled is true under the race detector, which
+// slows the simulator about tenfold.
 const raceEnabled = true

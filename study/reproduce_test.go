@@ -20,10 +20,13 @@ const committed = "../docs/study-results/results.csv"
 // TestReproducesCommittedResults reruns a subset of the committed
 // results.csv, spread over every part and design (the cheapest runs of
 // each, so that the test stays quick), and compares the rows it writes
-// byte for byte. Under the race detector, which slows the simulator
-// tenfold, it reruns a tenth of them; run it without -race for the whole
-// subset, or with -reproduce-rows 0 for every row.
+// byte for byte. The race detector slows the simulator tenfold, so under it
+// the test is skipped: scripts/test runs it once more without -race.
+// -reproduce-rows 0 reruns every row.
 func TestReproducesCommittedResults(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the simulator is ten times slower under -race; scripts/test runs this test without it")
+	}
 	src, err := os.ReadFile(committed)
 	if err != nil {
 		t.Fatal(err)
@@ -33,11 +36,7 @@ func TestReproducesCommittedResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.SplitAfter(string(src), "\n")[1:] // lines[i] is rows[i]
-	n := *reproduceRows
-	if raceEnabled && n > 0 {
-		n /= 10
-	}
-	pick := cheapestPerGroup(rows, n)
+	pick := cheapestPerGroup(rows, *reproduceRows)
 	runs := make([]Run, len(pick))
 	for j, i := range pick {
 		runs[j] = Run{Part: rows[i].Part, Params: rows[i].Params}

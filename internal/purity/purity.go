@@ -98,22 +98,15 @@ func CheckModule(root string) ([]string, error) {
 	}
 	sort.Strings(dirs)
 	for _, dir := range dirs {
-		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		files, err := sources(root, dir)
 		if err != nil {
 			return nil, err
 		}
 		if len(files) == 0 {
 			return nil, fmt.Errorf("%s: no Go files: the pure package list is stale", dir)
 		}
-		for _, file := range files {
-			if strings.HasSuffix(file, "_test.go") {
-				continue
-			}
-			src, err := os.ReadFile(file)
-			if err != nil {
-				return nil, err
-			}
-			b, err := CheckSource(file, src, Pure[dir])
+		for _, f := range files {
+			b, err := CheckSource(f.name, f.src, Pure[dir])
 			if err != nil {
 				return nil, err
 			}
@@ -121,4 +114,30 @@ func CheckModule(root string) ([]string, error) {
 		}
 	}
 	return bad, nil
+}
+
+// source is one Go file's name and contents.
+type source struct {
+	name string
+	src  []byte
+}
+
+// sources reads the non-test Go files of dir below root.
+func sources(root, dir string) ([]source, error) {
+	names, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	var out []source
+	for _, n := range names {
+		if strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, source{n, src})
+	}
+	return out, nil
 }

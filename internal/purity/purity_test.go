@@ -48,3 +48,19 @@ func f() {
 		}
 	}
 }
+
+func TestImportsFollowTheMap(t *testing.T) {
+	bad, err := CheckLayers("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Error(b)
+	}
+	// The check can fail: design importing the limiter is refused.
+	Layers["design"] = nil
+	defer func() { Layers["design"] = []string{"store", "window"} }()
+	if bad, _ := CheckLayers("../.."); len(bad) == 0 {
+		t.Fatal("design imports store, yet a map without it found nothing")
+	}
+}
