@@ -34,8 +34,13 @@ type Options struct {
 }
 
 // New returns a Store on the given client (a single node, a Cluster or a
-// failover client), and loads its scripts.
+// failover client), and loads its scripts. The client must honour context
+// deadlines (ContextTimeoutEnabled), or a slow Redis would hold requests
+// past the limiter's timeouts: New refuses one that does not.
 func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Store, error) {
+	if !honoursDeadlines(rdb) {
+		return nil, errors.New("redisstore: the client must set ContextTimeoutEnabled, so that store timeouts reach the socket")
+	}
 	if opt.Prefix == "" {
 		opt.Prefix = "fl:"
 	}
@@ -49,13 +54,25 @@ func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Store, e
 // Dial connects to the Redis at addr (host:port, or a comma-separated list
 // of Cluster nodes) and returns a Store on it.
 func Dial(ctx context.Context, addr string, opt Options) (*Store, error) {
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addr, ",")})
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addr, ","), ContextTimeoutEnabled: true})
 	s, err := New(ctx, rdb, opt)
 	if err != nil {
 		rdb.Close()
 		return nil, fmt.Errorf("redis %s: %w", addr, err)
 	}
 	return s, nil
+}
+
+// honoursDeadlines reports whether rdb applies context deadlines to its
+// sockets.
+func honoursDeadlines(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return true // other clients: the caller's responsibility
 }
 
 // Close closes the client.
@@ -216,10 +233,17 @@ func slot(key string) uint16 {
 	return crc % 16384
 }
 
+// errExpired is the answer of a call that reached Redis after its deadline.
+var errExpired = fmt.Errorf("redisstore: the call reached Redis after its deadline and changed nothing (%w); if the caller had not given up, Redis's clock is ahead of the gateway's", context.DeadlineExceeded)
+
 // Ask answers a query for one key, one round trip: the central check or a
 // lease grant.
 func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store.Query) (store.Answer, error) {
-	args := append(head(now, k, 0), us(now), gw, q.N)
+	var deadline int64 // µs on the wall clock; 0: none
+	if d, ok := ctx.Deadline(); ok {
+		deadline = d.UnixMicro()
+	}
+	args := append(head(now, k, 0), us(now), gw, q.N, deadline)
 	switch q.Kind {
 	case store.QueryCentral:
 		vals, err := run(ctx, s, centralScript, k.Name, args).Int64Slice()
@@ -229,9 +253,15 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 		if len(vals) != 2 {
 			return store.Answer{}, fmt.Errorf("redisstore: central check of %q answered %v", k.Name, vals)
 		}
+		if vals[0] < 0 {
+			return store.Answer{}, errExpired
+		}
 		return store.Answer{Admit: vals[0] == 1, Count: int(vals[1])}, nil
 	case store.QueryGrant:
 		g, err := run(ctx, s, grantScript, k.Name, args).Int64()
+		if err == nil && g < 0 {
+			err = errExpired
+		}
 		return store.Answer{Granted: int(g)}, err
 	}
 	return store.Answer{}, fmt.Errorf("redisstore: unknown query kind %d", q.Kind)

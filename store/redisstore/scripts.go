@@ -15,6 +15,13 @@ import "github.com/redis/go-redis/v9"
 // A retried push adds the same members again, which changes nothing: that is
 // what makes syncs idempotent here (memstore keeps sequence numbers instead).
 //
+// A call the caller waits on (the central check, a grant) carries the
+// caller's deadline, and does nothing once Redis's clock has passed it: a
+// call that reaches a paused or slow Redis after the caller gave up and told
+// its client "rejected" must not admit or grant after all. This assumes the
+// clocks of the gateways and Redis agree to well within the store timeout
+// (NTP), as the windows already do.
+//
 // Both expire ttl ms after the last write, so a key nobody uses leaves
 // nothing behind, and a crashed gateway's lease slots are freed. Times are
 // passed on as the strings they came in: Lua prints big numbers to 14 digits.
@@ -30,6 +37,14 @@ local function touch(z, h, ttl)
 end
 local function outstanding(h)
   return tonumber(redis.call('HGET', h, 'ot') or '0')
+end
+-- expired reports whether Redis's clock has passed the caller's deadline
+-- (µs, 0 for none): the caller has given up, so the call must change nothing.
+local function expired(deadline)
+  deadline = tonumber(deadline)
+  if deadline == 0 then return false end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2]) > deadline
 end
 local function grant(h, limit, gw, ask, count)
   local g = math.min(ask, limit - count - outstanding(h))
@@ -107,11 +122,12 @@ end
 return res
 `)
 
-// centralScript: KEYS = z, h; ARGV = lo, limit, ttl, now, gw, n. Returns
-// {admitted, count}.
+// centralScript: KEYS = z, h; ARGV = lo, limit, ttl, now, gw, n, deadline.
+// Returns {admitted, count}, or {-1, 0} past the deadline.
 var centralScript = redis.NewScript(lib + `
 local z, h = KEYS[1], KEYS[2]
 local limit, ttl, now, gw, n = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6])
+if expired(ARGV[7]) then return {-1, 0} end
 trim(z, ARGV[1])
 local count = redis.call('ZCARD', z)
 if count + outstanding(h) + n > limit then
@@ -128,10 +144,11 @@ touch(z, h, ttl)
 return {1, count + n}
 `)
 
-// grantScript: KEYS = z, h; ARGV = lo, limit, ttl, now, gw, n. Returns the
-// slots granted.
+// grantScript: KEYS = z, h; ARGV = lo, limit, ttl, now, gw, n, deadline.
+// Returns the slots granted, or -1 past the deadline.
 var grantScript = redis.NewScript(lib + `
 local z, h = KEYS[1], KEYS[2]
+if expired(ARGV[7]) then return -1 end
 trim(z, ARGV[1])
 local g = grant(h, tonumber(ARGV[2]), ARGV[5], tonumber(ARGV[6]), redis.call('ZCARD', z))
 touch(z, h, tonumber(ARGV[3]))
