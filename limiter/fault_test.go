@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,7 +65,7 @@ func TestPausedStore(t *testing.T) {
 				time.Sleep(1500 * time.Millisecond)
 				srv.Resume()
 			}()
-			var degraded bool
+			var degraded atomic.Bool
 			stop := make(chan struct{})
 			go func() { // watch for the degraded state while paused
 				for {
@@ -72,7 +73,9 @@ func TestPausedStore(t *testing.T) {
 					case <-stop:
 						return
 					case <-time.After(10 * time.Millisecond):
-						degraded = degraded || l.Stats().Degraded
+						if l.Stats().Degraded {
+							degraded.Store(true)
+						}
 					}
 				}
 			}()
@@ -89,7 +92,7 @@ func TestPausedStore(t *testing.T) {
 			if slowest > timeout+margin {
 				t.Errorf("slowest decision took %v with a %v store timeout", slowest, timeout)
 			}
-			if !degraded {
+			if !degraded.Load() {
 				t.Error("the limiter never reported degraded while the store was paused")
 			}
 			if err := l.Close(); err != nil {
