@@ -54,8 +54,9 @@ func (c *centralLog) Fallback(now int64, n int) Verdict {
 }
 
 func (c *centralLog) SyncPush(now int64) store.Push {
-	admits, seq := c.local.push()
-	return store.Push{Gateway: c.gw, Admits: admits, Seq: seq}
+	p := store.Push{Gateway: c.gw}
+	c.local.push(&p)
+	return p
 }
 
 func (c *centralLog) SyncPull(now int64, p store.Pull) {

@@ -104,14 +104,13 @@ func (c *counter) Fallback(now int64, n int) Verdict {
 }
 
 func (c *counter) SyncPush(now int64) store.Push {
-	admits, seq := c.local.push()
-	return store.Push{
+	p := store.Push{
 		Gateway: c.cfg.Gateway,
-		Admits:  admits,
-		Seq:     seq,
 		Horizon: HorizonSyncs * int64(c.cfg.Sync),
 		WantOwn: c.mode == modeTrackShare,
 	}
+	c.local.push(&p)
+	return p
 }
 
 func (c *counter) SyncPull(now int64, p store.Pull) {

@@ -86,6 +86,11 @@ type Config struct {
 	Gateways int           // K: gateways in the fleet, >= 1
 	Gateway  int           // this gateway's index, 0 <= Gateway < K
 	Sync     time.Duration // Δ: time between this gateway's syncs, > 0
+	// Epoch tells this gateway state's pushes for the key from those of
+	// an earlier life of the same key at the same gateway (see
+	// store.Push.Epoch); larger for every new life. The simulator, whose
+	// gateways live once, leaves it 0.
+	Epoch uint64
 }
 
 // Validate reports the first thing wrong with c.

@@ -104,8 +104,8 @@ func (l *lease) SyncPush(now int64) store.Push {
 	if l.ask && l.last == 0 {
 		ask = 0
 	}
-	admits, seq := l.local.push()
-	p := store.Push{Gateway: l.cfg.Gateway, Admits: admits, Seq: seq, Ask: ask}
+	p := store.Push{Gateway: l.cfg.Gateway, Ask: ask}
+	l.local.push(&p)
 	l.grant = 0 // handed back by the push; a new grant comes with the pull
 	l.syncing = true
 	return p

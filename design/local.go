@@ -1,6 +1,9 @@
 package design
 
-import "github.com/fleetlimit/fleetlimit/window"
+import (
+	"github.com/fleetlimit/fleetlimit/store"
+	"github.com/fleetlimit/fleetlimit/window"
+)
 
 // local is a gateway's one record of its own admits for one key. It serves
 // two purposes with one entry per admit:
@@ -25,10 +28,11 @@ type local struct {
 	acked  int    // stamps[:acked] are in the store
 	pushed int    // stamps[acked:pushed] are in flight
 	seq    uint64 // admits the store has acknowledged, for Push.Seq
+	epoch  uint64 // Push.Epoch
 }
 
 func newLocal(c Config) local {
-	return local{spec: c.Window, quota: (c.Limit + c.Gateways - 1) / c.Gateways} // own < L/K  <=>  own+1 <= ceil(L/K)
+	return local{spec: c.Window, quota: (c.Limit + c.Gateways - 1) / c.Gateways, epoch: c.Epoch} // own < L/K  <=>  own+1 <= ceil(L/K)
 }
 
 // add records n admits at now, to be pushed at the next sync.
@@ -38,10 +42,10 @@ func (l *local) add(now int64, n int) {
 	}
 }
 
-// push returns the admits to push and the sequence number of the first.
-func (l *local) push() ([]int64, uint64) {
+// push fills p with the admits to push, numbered.
+func (l *local) push(p *store.Push) {
 	l.pushed = len(l.stamps)
-	return l.stamps[l.acked:l.pushed], l.seq + 1
+	p.Admits, p.Seq, p.Epoch = l.stamps[l.acked:l.pushed], l.seq+1, l.epoch
 }
 
 // settle marks the admits of the last push as acknowledged, forgetting the

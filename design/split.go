@@ -33,8 +33,9 @@ func (s *split) Fallback(now int64, n int) Verdict {
 }
 
 func (s *split) SyncPush(now int64) store.Push {
-	admits, seq := s.local.push()
-	return store.Push{Gateway: s.gw, Admits: admits, Seq: seq}
+	p := store.Push{Gateway: s.gw}
+	s.local.push(&p)
+	return p
 }
 
 func (s *split) SyncPull(now int64, p store.Pull) { s.local.settle() }

@@ -109,3 +109,73 @@ func TestPausedStore(t *testing.T) {
 		})
 	}
 }
+
+// A gateway restarted mid-window, and keys evicted under MaxKeys and
+// re-created, push their new admits with a new epoch: the store's count
+// equals what clients were told at every step (a new life's admits used to
+// overwrite, on Redis, or be skipped, on memstore, as the old life's).
+func TestRestartAndEvictionKeepEveryAdmit(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	st, err := redisstore.Dial(ctx, srv.Addr, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	gateway := func(i, maxKeys int) *Limiter {
+		l, err := New(Config{Design: "shared-counter", Limit: 1_000_000, Window: time.Minute, Sync: time.Hour,
+			Gateways: 3, Gateway: i, Store: st, MaxKeys: maxKeys, Logger: quietLog})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	told := 0
+	admit := func(l *Limiter, key string, n int) {
+		for i := 0; i < n; i++ {
+			if l.Allow(ctx, key).Allowed {
+				told++
+			}
+		}
+	}
+	check := func(step string, key string) {
+		t.Helper()
+		stamps, err := st.Stamps(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(stamps) != told {
+			t.Fatalf("%s: the store holds %d admits of %q, clients were told of %d", step, len(stamps), key, told)
+		}
+	}
+	ls := []*Limiter{gateway(0, 0), gateway(1, 0), gateway(2, 0)}
+	for _, l := range ls {
+		admit(l, "k", 200)
+		l.SyncNow(ctx)
+	}
+	check("before the restart", "k")
+	if err := ls[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	ls[1] = gateway(1, 0) // the restarted process numbers its admits afresh
+	for _, l := range ls {
+		admit(l, "k", 200)
+		l.SyncNow(ctx)
+	}
+	check("after gateway 1 restarted", "k")
+	for _, l := range ls {
+		l.Close()
+	}
+
+	// Evictions: two keys alternate at a gateway that holds one key, so
+	// every request re-creates its key and evicts the other.
+	told = 0
+	l := gateway(0, 1)
+	defer l.Close()
+	for i := 0; i < 20; i++ {
+		admit(l, "a", 1)
+		l.Allow(ctx, "b")
+	}
+	l.SyncNow(ctx)
+	check("after 20 evictions of key a", "a")
+}

@@ -1,7 +1,10 @@
 package limiter
 
 import (
+	"context"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/store"
@@ -15,17 +18,39 @@ type entry struct {
 	gw      design.Gateway
 	used    int64 // last request, ns
 	evicted bool
+	// prime is set on an entry that replaced one of the same key under
+	// another limit: its design knows nothing of the key yet, so its first
+	// request syncs it (with the old entry's last push) before deciding.
+	prime bool
 	// Keys are often created one after another, so their entries sit
 	// side by side; without padding two goroutines on two keys write one
 	// cache line and run at half speed (BenchmarkAllowParallel).
 	_ [128]byte
 }
 
-// newEntry builds key's entry under a limit that Limit.validate accepted.
+// newEntry builds key's entry under a limit that Limit.validate accepted,
+// with an epoch of its own.
 func (l *Limiter) newEntry(key string, lim Limit) *entry {
 	spec := window.Spec{Size: lim.Window, Kind: l.cfg.WindowKind}
 	dc := l.designConfig(lim.Requests, spec)
+	dc.Epoch = nextEpoch()
 	return &entry{key: store.Key{Name: key, Limit: lim.Requests, Window: spec}, gw: l.info.New(dc)}
+}
+
+var lastEpoch atomic.Uint64
+
+// nextEpoch returns an epoch larger than any this process has handed out
+// and, as long as the wall clock does not step back across a restart,
+// larger than any an earlier process of this gateway handed out: the wall
+// clock in ns, or one more than the last epoch.
+func nextEpoch() uint64 {
+	for {
+		last := lastEpoch.Load()
+		e := max(uint64(time.Now().UnixNano()), last+1)
+		if lastEpoch.CompareAndSwap(last, e) {
+			return e
+		}
+	}
 }
 
 // matches reports whether e holds key under lim.
@@ -59,6 +84,7 @@ func (l *Limiter) create(key string, lim Limit, now int64) *entry {
 	ne := l.newEntry(key, lim)
 	if old != nil { // the limit changed: push what the old state had
 		l.retire(old, now)
+		ne.prime = true
 	} else {
 		l.nkeys.Add(1)
 	}
@@ -76,7 +102,7 @@ func (l *Limiter) retire(e *entry, now int64) {
 	p := e.gw.SyncPush(now)
 	e.mu.Unlock()
 	if len(p.Admits) > 0 || held > 0 {
-		last := store.Push{Gateway: p.Gateway, Admits: append([]int64(nil), p.Admits...), Seq: p.Seq}
+		last := store.Push{Gateway: p.Gateway, Admits: append([]int64(nil), p.Admits...), Seq: p.Seq, Epoch: p.Epoch}
 		l.orphanMu.Lock()
 		l.orphans = append(l.orphans, store.SyncItem{Key: e.key, Push: last})
 		l.orphanMu.Unlock()
@@ -111,4 +137,29 @@ func (l *Limiter) drop(e *entry, now int64) {
 		l.nkeys.Add(-1)
 		l.stats.evicted.Add(1)
 	}
+}
+
+// primeSync syncs a renewed entry (locked by the caller) before its first
+// decision: the retired entry's last pushes for the key first, then the new
+// design's, so that its view starts from the store's count. It gives up
+// after the store timeout; the regular sync then catches up. The retired
+// pushes stay queued for the regular sync too, which they cannot change
+// twice.
+func (l *Limiter) primeSync(ctx context.Context, e *entry, now int64) {
+	e.prime = false
+	var items []store.SyncItem
+	l.orphanMu.Lock()
+	for _, o := range l.orphans {
+		if o.Key.Name == e.key.Name {
+			items = append(items, o)
+		}
+	}
+	l.orphanMu.Unlock()
+	items = append(items, store.SyncItem{Key: e.key, Push: e.gw.SyncPush(now)})
+	cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+	defer cancel()
+	if err := l.st.Sync(cctx, now, items); err != nil {
+		return
+	}
+	e.gw.SyncPull(now, items[len(items)-1].Pull)
 }

@@ -260,6 +260,9 @@ func (l *Limiter) allow(ctx context.Context, key string, lim Limit, n int) Decis
 			continue
 		}
 		e.used = now
+		if e.prime && !l.degraded.Load() {
+			l.primeSync(ctx, e, now)
+		}
 		d := l.decide(ctx, e, now, n)
 		e.mu.Unlock()
 		return d

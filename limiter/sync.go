@@ -42,8 +42,10 @@ func (l *Limiter) SyncNow(ctx context.Context) error {
 	l.orphanMu.Lock()
 	orphans := append([]store.SyncItem(nil), l.orphans...)
 	l.orphanMu.Unlock()
-	ents, items := l.pushes(all, now)
-	items = append(items, orphans...)
+	// Retired entries' last pushes go first: a key re-created since
+	// pushes with a later epoch, and a store ignores earlier epochs' pushes
+	// once it has seen a later one.
+	ents, items := l.pushes(all, now, orphans)
 	var err error
 	for lo := 0; lo < len(items) && err == nil; lo += l.cfg.SyncBatch {
 		hi := min(lo+l.cfg.SyncBatch, len(items))
@@ -51,7 +53,7 @@ func (l *Limiter) SyncNow(ctx context.Context) error {
 		err = l.st.Sync(cctx, now, items[lo:hi])
 		cancel()
 		if err == nil {
-			l.pull(ents, items, lo, hi, now)
+			l.pull(ents, items[len(orphans):], lo-len(orphans), hi-len(orphans), now)
 		}
 	}
 	if err != nil {
@@ -70,10 +72,11 @@ func (l *Limiter) SyncNow(ctx context.Context) error {
 }
 
 // pushes starts the sync of every entry that needs one, and returns those
-// entries and their items, in the same order.
-func (l *Limiter) pushes(all []*entry, now int64) ([]*entry, []store.SyncItem) {
+// entries and the items to send: first, then an item per entry in the same
+// order.
+func (l *Limiter) pushes(all []*entry, now int64, first []store.SyncItem) ([]*entry, []store.SyncItem) {
 	ents := all[:0:0]
-	items := make([]store.SyncItem, 0, len(all))
+	items := append(make([]store.SyncItem, 0, len(first)+len(all)), first...)
 	for _, e := range all {
 		e.mu.Lock()
 		if quietSync(e.gw) {
@@ -96,9 +99,10 @@ func quietSync(gw design.Gateway) bool {
 	return ok && lz.QuietSyncs() > 0 && !lz.PullsView() && gw.Held() == 0
 }
 
-// pull hands the store's answers for items[lo:hi] to their entries.
+// pull hands the store's answers for items[lo:hi] to their entries,
+// items[i] being ents[i]'s.
 func (l *Limiter) pull(ents []*entry, items []store.SyncItem, lo, hi int, now int64) {
-	for i := lo; i < hi && i < len(ents); i++ {
+	for i := max(lo, 0); i < hi && i < len(ents); i++ {
 		e := ents[i]
 		e.mu.Lock()
 		if !e.evicted {

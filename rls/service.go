@@ -233,7 +233,7 @@ func (s *Service) count(ctx context.Context, counter string, lim *RateLimit, hit
 	if hits > math.MaxInt32 {
 		hits = math.MaxInt32
 	}
-	key := counter + "|" + lim.Unit.String() + "|" + strconv.FormatUint(uint64(lim.RequestsPerUnit), 10)
+	key := counter + "|" + lim.Unit.String() // not the limit: a changed limit keeps the count
 	d, err := s.lim.AllowLimit(ctx, key, limiter.Limit{Requests: int(lim.RequestsPerUnit), Window: lim.Unit.Duration()}, int(hits))
 	return !d.Allowed, d.Remaining, d.Reset, err
 }

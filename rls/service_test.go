@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,8 +57,14 @@ fleetlimit:
 // serve starts the service on a loopback gRPC server and returns a client.
 func serve(t *testing.T, src string) (pb.RateLimitServiceClient, *Service) {
 	t.Helper()
+	return serveWith(t, src, limiter.Config{Sync: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+// serveWith is serve on a limiter configured by lc.
+func serveWith(t *testing.T, src string, lc limiter.Config) (pb.RateLimitServiceClient, *Service) {
+	t.Helper()
 	cfg := parse(t, src)
-	lim, err := limiter.New(limiter.Config{Sync: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	lim, err := limiter.New(lc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,5 +321,39 @@ func TestDetailedMetric(t *testing.T) {
 	}
 	if strings.Contains(string(b), `limit="d.plain_v2"`) {
 		t.Error("a limit without detailed_metric names the request's value")
+	}
+}
+
+// A reload that changes a limit keeps what each key has used, as
+// envoyproxy/ratelimit keeps its counters: from 5 to 7 an hour after 4
+// admits leaves 3, not 7.
+func TestLimitChangeKeepsCounts(t *testing.T) {
+	for _, design := range []string{"shared-counter", "central-log", "lease-ask"} {
+		t.Run(design, func(t *testing.T) {
+			conf := func(n int) string {
+				return "domain: d\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: hour\n      requests_per_unit: " +
+					strconv.Itoa(n) + "\nfleetlimit:\n  design: " + design + "\n"
+			}
+			lc := parse(t, conf(5)).Settings.Limiter(nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			lc.Sync = time.Hour
+			c, svc := serveWith(t, conf(5), lc)
+			req := &pb.RateLimitRequest{Domain: "d", Descriptors: []*rlv3.RateLimitDescriptor{desc("user", "alice")}}
+			admitted := func(n int) int {
+				ok := 0
+				for i := 0; i < n; i++ {
+					if call(t, c, req).OverallCode == pb.RateLimitResponse_OK {
+						ok++
+					}
+				}
+				return ok
+			}
+			if n := admitted(4); n != 4 {
+				t.Fatalf("admitted %d of 4 under a limit of 5", n)
+			}
+			svc.SetConfig(parse(t, conf(7)))
+			if n := admitted(10); n != 3 {
+				t.Fatalf("after the limit went from 5 to 7, admitted %d more, want 3", n)
+			}
+		})
 	}
 }

@@ -23,7 +23,13 @@ type Push struct {
 	// in non-decreasing order. The store copies them; the slice stays the
 	// gateway's.
 	Admits []int64
-	// Seq numbers Admits[0] among all this gateway's admits for the key,
+	// Epoch names this life of the gateway's state for the key: a key
+	// re-created at the same gateway (after a restart, an eviction or a
+	// limit change) pushes with a larger epoch and numbers its admits
+	// afresh. A store keeps the sequence numbers of the latest epoch; a
+	// push of an earlier epoch is an old retry and changes nothing.
+	Epoch uint64
+	// Seq numbers Admits[0] among this epoch's admits of the gateway for the key,
 	// from 1; the rest follow on. The store skips admits it has already
 	// applied, so a retried push never counts an admit twice. 0 turns the
 	// check off.

@@ -32,6 +32,7 @@ type Key struct {
 	out      []int // per gateway: lease slots granted and not yet settled
 	outTotal int
 	applied  []uint64 // per gateway: sequence number of the last admit applied
+	epoch    []uint64 // per gateway: the epoch applied belongs to
 
 	tail []entry // scratch for merges
 	exp  []int64 // scratch for Pull.Expiring
@@ -69,6 +70,7 @@ func (k *Key) gateway(gw int) {
 		k.own = append(k.own, 0)
 		k.out = append(k.out, 0)
 		k.applied = append(k.applied, 0)
+		k.epoch = append(k.epoch, 0)
 	}
 }
 
@@ -123,6 +125,28 @@ func (k *Key) insert(gw int, stamps []int64) {
 	}
 }
 
+// fresh returns the admits of p that this key has not applied yet: a
+// retried push repeats admits the store has, and a push of an earlier epoch
+// than the gateway's latest is an old retry, applied already.
+func (k *Key) fresh(p store.Push) []int64 {
+	gw := p.Gateway
+	if p.Seq == 0 || len(p.Admits) == 0 {
+		return p.Admits
+	}
+	switch {
+	case p.Epoch < k.epoch[gw]:
+		return nil
+	case p.Epoch > k.epoch[gw]:
+		k.epoch[gw], k.applied[gw] = p.Epoch, 0
+	}
+	admits := p.Admits
+	if done := k.applied[gw]; done >= p.Seq {
+		admits = admits[min(done-p.Seq+1, uint64(len(admits))):]
+	}
+	k.applied[gw] = max(k.applied[gw], p.Seq+uint64(len(p.Admits))-1)
+	return admits
+}
+
 // Sync applies one gateway's push at now and answers it: the pushed stamps
 // join the log, the gateway's outstanding lease slots are settled (the used
 // ones are now stamps, the rest come back), and a new grant of at most
@@ -130,16 +154,7 @@ func (k *Key) insert(gw int, stamps []int64) {
 func (k *Key) Sync(now int64, p store.Push) store.Pull {
 	now = k.advance(now)
 	k.gateway(p.Gateway)
-	admits := p.Admits
-	if p.Seq > 0 && len(admits) > 0 {
-		// Skip what an earlier try of this push already applied.
-		if done := k.applied[p.Gateway]; done >= p.Seq {
-			skip := min(done-p.Seq+1, uint64(len(admits)))
-			admits = admits[skip:]
-		}
-		k.applied[p.Gateway] = max(k.applied[p.Gateway], p.Seq+uint64(len(p.Admits))-1)
-	}
-	k.insert(p.Gateway, admits)
+	k.insert(p.Gateway, k.fresh(p))
 	k.outTotal -= k.out[p.Gateway]
 	k.out[p.Gateway] = 0
 	count := len(k.log) - k.head

@@ -29,7 +29,7 @@ func (s *Store) key(k store.Key) *Key {
 		nk := NewKey(k.Limit, k.Window)
 		if key != nil {
 			nk.log = append(nk.log, key.log[key.head:]...)
-			nk.own, nk.out, nk.applied, nk.outTotal, nk.now = key.own, key.out, key.applied, key.outTotal, key.now
+			nk.own, nk.out, nk.applied, nk.epoch, nk.outTotal, nk.now = key.own, key.out, key.applied, key.epoch, key.outTotal, key.now
 		}
 		key = nk
 		s.keys[k.Name] = key

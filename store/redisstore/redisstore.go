@@ -5,8 +5,10 @@
 //
 // Each key's data lives in two Redis keys sharing a hash tag, so the store
 // works on Redis Cluster. Times are kept to the microsecond. A retried sync
-// never counts an admit twice: every admit has a unique member and a
-// per-gateway sequence number. The package never reads a clock: times come
+// never counts an admit twice: every admit has a unique member named by its
+// gateway, the epoch of the gateway's state for the key and its sequence
+// number, so a key re-created at a gateway never overwrites its earlier
+// life's admits. The package never reads a clock: times come
 // from the caller.
 package redisstore
 
@@ -154,7 +156,7 @@ func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem)
 				if pu.WantOwn {
 					wantOwn = 1
 				}
-				args = append(args, us(now), pu.Gateway, pu.Seq, pu.Ask, until, wantOwn, len(pu.Admits))
+				args = append(args, us(now), pu.Gateway, pu.Seq, pu.Ask, until, wantOwn, len(pu.Admits), pu.Epoch)
 				for _, t := range pu.Admits {
 					args = append(args, us(t))
 				}

@@ -6,7 +6,7 @@ import "github.com/redis/go-redis/v9"
 // that they sit in one Cluster slot:
 //
 //	z  a sorted set: one member per admitted request still in the window,
-//	   score = its time in microseconds, member = "gw:seq" (pushed admits),
+//	   score = its time in microseconds, member = "gw:epoch:seq" (pushed admits),
 //	   "gw:uN" (pushes without sequence numbers) or "gw:cN" (central
 //	   admits), unique per admit
 //	h  a hash: "o:gw" the lease slots gw holds, "ot" their total, "c" a
@@ -58,7 +58,7 @@ end
 // syncScript syncs any number of keys (of one slot, on a Cluster). KEYS are
 // z1, h1, z2, h2, ...; ARGV holds, for each key in turn: lo, limit, ttl,
 // now, gw, seq, ask, until (0: no expiring stamps wanted), want own (0 or
-// 1), n, then n stamps (µs). It returns, for each key: count, own (0 unless
+// 1), n, epoch, then n stamps (µs). It returns, for each key: count, own (0 unless
 // wanted), granted, m, then m expiring stamps.
 var syncScript = redis.NewScript(lib + `
 local res = {}
@@ -73,13 +73,13 @@ for k = 1, #KEYS, 2 do
   local n = tonumber(ARGV[p + 10])
   trim(z, lo_s)
   if n > 0 then
-    local base, tag = seq, ''
+    local base, tag = seq, ARGV[p + 11] .. ':'
     if seq <= 0 then
       base, tag = redis.call('HINCRBY', h, 'c', n) - n + 1, 'u'
     end
     local args = {}
     for i = 1, n do
-      local ts = ARGV[p + 10 + i]
+      local ts = ARGV[p + 11 + i]
       if tonumber(ts) >= lo then
         args[#args + 1] = ts
         args[#args + 1] = gw .. ':' .. tag .. (base + i - 1)
@@ -117,7 +117,7 @@ for k = 1, #KEYS, 2 do
     res[#res + 1] = 0
   end
   touch(z, h, ttl)
-  p = p + 10 + n
+  p = p + 11 + n
 end
 return res
 `)

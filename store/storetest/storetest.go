@@ -101,6 +101,24 @@ var contract = []struct {
 			t.Fatalf("count %d, want 5", p.Count)
 		}
 	}},
+	{"a re-created key's pushes count", func(t *testing.T, b store.Backend) {
+		k := key(t, 100, sliding)
+		// The first life of the key at gateway 1 pushes two admits ...
+		sync1(t, b, at(100), k, store.Push{Gateway: 1, Epoch: 5, Admits: []int64{at(10), at(20)}, Seq: 1})
+		// ... the key is re-created (restart, eviction, limit change) and
+		// its new life numbers its admits from 1 again.
+		p := sync1(t, b, at(200), k, store.Push{Gateway: 1, Epoch: 9, Admits: []int64{at(150), at(160)}, Seq: 1})
+		if p.Count != 4 {
+			t.Fatalf("count %d after the new life's push, want 4: its admits must not be taken for the old ones", p.Count)
+		}
+		// A late retry of the old life changes nothing, nor does the new
+		// life's own retry.
+		sync1(t, b, at(300), k, store.Push{Gateway: 1, Epoch: 5, Admits: []int64{at(10), at(20)}, Seq: 1})
+		p = sync1(t, b, at(300), k, store.Push{Gateway: 1, Epoch: 9, Admits: []int64{at(150), at(160), at(250)}, Seq: 1})
+		if p.Count != 5 {
+			t.Fatalf("count %d after retries, want 5", p.Count)
+		}
+	}},
 	{"stale stamps are dropped", func(t *testing.T, b store.Backend) {
 		k := key(t, 100, sliding)
 		p := sync1(t, b, at(20000), k, store.Push{Admits: []int64{at(5000), at(15000)}, Seq: 1})
