@@ -53,6 +53,15 @@ func Defaults() Params {
 // flood factor or duration fails at once instead of running for hours.
 const MaxRequests = 2e9
 
+// Bounds on a run's parameters, so that no input can make a run hold more
+// than a few hundred MB or loop past the time a study allows.
+const (
+	MaxLimit    = 10_000_000           // L: the store holds up to L stamps
+	MaxDuration = 366 * 24 * time.Hour // simulated time
+	MinSync     = time.Millisecond     // Δ
+	MaxSyncs    = 2e9                  // K × duration / Δ
+)
+
 // Validate reports the first thing wrong with p, saying what is allowed.
 func (p Params) Validate() error {
 	if _, err := design.Lookup(p.Design); err != nil {
@@ -63,8 +72,10 @@ func (p Params) Validate() error {
 		return fmt.Errorf("gateways %d: must be between 1 and 4096", p.Gateways)
 	case p.Sync <= 0:
 		return fmt.Errorf("sync %v: must be a positive duration, e.g. 1s or 300ms", p.Sync)
-	case p.Limit < 1:
-		return fmt.Errorf("limit %d: must be at least 1", p.Limit)
+	case p.Limit < 1 || p.Limit > MaxLimit:
+		return fmt.Errorf("limit %d: must be at least 1 and at most %d", p.Limit, MaxLimit)
+	case p.Sync > 0 && p.Sync < MinSync:
+		return fmt.Errorf("sync %v: must be at least %v", p.Sync, MinSync)
 	case p.Window <= 0:
 		return fmt.Errorf("window %v: must be a positive duration, e.g. 1m", p.Window)
 	case p.WindowKind != window.Sliding && p.WindowKind != window.Fixed:
@@ -75,10 +86,18 @@ func (p Params) Validate() error {
 		return fmt.Errorf("routing %v: want even or uneven", p.Routing)
 	case p.Duration <= p.Window:
 		return fmt.Errorf("duration %v: must be longer than the window (%v), since figures are taken after the first window", p.Duration, p.Window)
+	case p.Duration > MaxDuration:
+		return fmt.Errorf("duration %v: must be at most %v of simulated time", p.Duration, MaxDuration)
 	}
 	expected := p.Traffic.Factor * float64(p.Limit) * float64(p.Duration) / float64(p.Window)
-	if expected > MaxRequests {
+	switch {
+	case expected > MaxRequests:
 		return fmt.Errorf("traffic %v for %v at limit %d is about %.3g requests: more than the %.0g a run allows", p.Traffic, p.Duration, p.Limit, expected, float64(MaxRequests))
+	case expected < 1:
+		return fmt.Errorf("traffic %v for %v at limit %d is about %.3g requests: fewer than one, so the run would measure nothing", p.Traffic, p.Duration, p.Limit, expected)
+	}
+	if syncs := float64(p.Gateways) * float64(p.Duration) / float64(p.Sync); syncs > MaxSyncs {
+		return fmt.Errorf("%d gateways syncing every %v for %v make %.3g syncs: more than the %.0g a run allows", p.Gateways, p.Sync, p.Duration, syncs, float64(MaxSyncs))
 	}
 	return nil
 }

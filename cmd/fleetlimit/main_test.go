@@ -136,3 +136,23 @@ func TestStudyCLI(t *testing.T) {
 		}
 	}
 }
+
+// Inputs that once ran the simulator out of memory or into an endless loop
+// exit 2 with one line.
+func TestSimInputsThatMustNotRun(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		say  string
+	}{
+		{[]string{"sim", "--traffic", "steady:1e-300"}, "fewer than one"},
+		{[]string{"sim", "--duration", "2562047h", "--window", "2562046h"}, "must be at most"},
+		{[]string{"sim", "--sync", "1ns", "--design", "lease"}, "sync 1ns: must be at least 1ms"},
+		{[]string{"sim", "--limit", "2000000000", "--traffic", "flood:0.5", "--duration", "2m"}, "limit 2000000000: must be at least 1 and at most"},
+		{[]string{"sim", "--gateways", "4096", "--sync", "1ms", "--duration", "24h"}, "syncs: more than"},
+	} {
+		code, out, errs := runCLI(c.args...)
+		if code != 2 || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, c.say) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line saying %q", c.args, code, out, errs, c.say)
+		}
+	}
+}
