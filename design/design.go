@@ -79,6 +79,9 @@ type Gateway interface {
 	View(now int64, fallback bool) (remaining int, reset int64)
 }
 
+// MaxGateways bounds K: several designs keep a counter per gateway.
+const MaxGateways = 4096
+
 // Config is what every design is built from.
 type Config struct {
 	Limit    int           // L: admits allowed per window, >= 1
@@ -100,8 +103,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("limit %d: must be at least 1", c.Limit)
 	case c.Window.Size <= 0:
 		return fmt.Errorf("window %v: must be positive", c.Window.Size)
-	case c.Gateways < 1:
-		return fmt.Errorf("gateways %d: must be at least 1", c.Gateways)
+	case c.Gateways < 1 || c.Gateways > MaxGateways:
+		return fmt.Errorf("gateways %d: must be between 1 and %d", c.Gateways, MaxGateways)
 	case c.Gateway < 0 || c.Gateway >= c.Gateways:
 		return fmt.Errorf("gateway index %d: must be in [0, %d)", c.Gateway, c.Gateways)
 	case c.Sync <= 0:

@@ -45,6 +45,9 @@ type Config struct {
 	// SyncTimeout bounds each background sync batch; default 500 ms or
 	// Δ, whichever is less.
 	SyncTimeout time.Duration
+	// CloseTimeout bounds Close's final flush of every key, batch by
+	// batch (each within SyncTimeout); default 10 s.
+	CloseTimeout time.Duration
 	// FailClosed rejects every request while the store is unreachable,
 	// instead of falling back to the local quota ceil(L/K).
 	FailClosed bool
@@ -160,8 +163,9 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.Timeout, 50*time.Millisecond)
 	def(&c.SyncTimeout, min(500*time.Millisecond, c.Sync))
 	def(&c.IdleAfter, 2*c.Window)
+	def(&c.CloseTimeout, 10*time.Second)
 	switch {
-	case c.Timeout < 0 || c.SyncTimeout < 0 || c.IdleAfter < 0:
+	case c.Timeout < 0 || c.SyncTimeout < 0 || c.IdleAfter < 0 || c.CloseTimeout < 0:
 		return c, errors.New("limiter: timeouts must be positive")
 	case c.MaxKeys < 1 || c.SyncBatch < 1:
 		return c, errors.New("limiter: MaxKeys and SyncBatch must be at least 1")

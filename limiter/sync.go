@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/design"
@@ -47,7 +48,8 @@ func (l *Limiter) SyncNow(ctx context.Context) error {
 	// once it has seen a later one.
 	ents, items := l.pushes(all, now, orphans)
 	var err error
-	for lo := 0; lo < len(items) && err == nil; lo += l.cfg.SyncBatch {
+	lo := 0
+	for ; lo < len(items) && err == nil; lo += l.cfg.SyncBatch {
 		hi := min(lo+l.cfg.SyncBatch, len(items))
 		cctx, cancel := context.WithTimeout(ctx, l.cfg.SyncTimeout)
 		err = l.st.Sync(cctx, now, items[lo:hi])
@@ -58,7 +60,7 @@ func (l *Limiter) SyncNow(ctx context.Context) error {
 	}
 	if err != nil {
 		l.storeFailed(err)
-		return err
+		return fmt.Errorf("limiter: sync of %d keys stopped after %d: %w", len(items), lo-l.cfg.SyncBatch, err)
 	}
 	l.orphanMu.Lock()
 	l.orphans = append(l.orphans[:0], l.orphans[len(orphans):]...)
@@ -134,15 +136,16 @@ func (l *Limiter) evictIdle(ents []*entry, now int64) {
 	}
 }
 
-// Close stops the sync loop and pushes what is unsynced. It returns the
-// final sync's error, if any; the Limiter must not be used afterwards.
+// Close stops the sync loop and pushes what is unsynced, within
+// CloseTimeout. It returns the final sync's error, saying how far it got;
+// the Limiter must not be used afterwards.
 func (l *Limiter) Close() error {
 	if l.closed.Swap(true) {
 		return errors.New("limiter: closed twice")
 	}
 	close(l.stop)
 	<-l.done
-	ctx, cancel := context.WithTimeout(context.Background(), 2*l.cfg.SyncTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.CloseTimeout)
 	defer cancel()
 	err := l.SyncNow(ctx)
 	if l.clock != nil {

@@ -115,6 +115,16 @@ func (s Settings) Limiter(st store.Backend, log *slog.Logger) limiter.Config {
 		Gateway: s.Gateway, Store: st, Timeout: s.Timeout, FailClosed: s.FailClosed, Logger: log}
 }
 
+// Bounds on the fleetlimit settings: a sync far below 10 ms only burns CPU
+// (1 ns kept an idle serve at 116%), and each gateway of a fleet costs every
+// key a counter in several designs.
+const (
+	MinSync     = 10 * time.Millisecond
+	MaxSync     = time.Hour
+	MaxGateways = 4096
+	MaxTimeout  = 10 * time.Second
+)
+
 // Config is a loaded configuration: one or more domains and the settings.
 type Config struct {
 	// Settings are the settings in force (a caller may override some,
@@ -184,6 +194,9 @@ func Parse(name string, r io.Reader) (*Config, error) {
 		if root.Kind != yaml.MappingNode {
 			return nil, &ConfigError{name, root.Line, "a config document must be a mapping with a domain and descriptors"}
 		}
+		if err := noDuplicateKeys(name, root); err != nil {
+			return nil, err
+		}
 		p := parser{file: name}
 		var domain string
 		var descs *yaml.Node
@@ -233,6 +246,28 @@ func Parse(name string, r io.Reader) (*Config, error) {
 	}
 	c.FileSettings = c.Settings
 	return c, c.Settings.validate(name)
+}
+
+// noDuplicateKeys refuses a mapping, at any depth, that gives one key
+// twice: YAML would keep the last silently, and the config would not say
+// what its author meant.
+func noDuplicateKeys(file string, n *yaml.Node) error {
+	if n.Kind == yaml.MappingNode {
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if first, dup := seen[k.Value]; dup {
+				return &ConfigError{file, k.Line, fmt.Sprintf("key %q given twice in one mapping (first on line %d)", k.Value, first)}
+			}
+			seen[k.Value] = k.Line
+		}
+	}
+	for _, c := range n.Content {
+		if err := noDuplicateKeys(file, c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func yamlError(name string, err error) error {
@@ -437,12 +472,14 @@ func (s Settings) validate(file string) error {
 		return bad(fmt.Sprintf("window_kind %v: want sliding or fixed", s.WindowKind))
 	}
 	switch {
-	case s.Sync <= 0:
-		return bad("sync must be a positive duration")
-	case s.Gateways < 1 || s.Gateway < 0 || s.Gateway >= s.Gateways:
+	case s.Sync < MinSync || s.Sync > MaxSync:
+		return bad(fmt.Sprintf("sync %v: want from %v to %v", s.Sync, MinSync, MaxSync))
+	case s.Gateways < 1 || s.Gateways > MaxGateways:
+		return bad(fmt.Sprintf("gateways %d: want 1 to %d", s.Gateways, MaxGateways))
+	case s.Gateway < 0 || s.Gateway >= s.Gateways:
 		return bad(fmt.Sprintf("gateway %d of %d: want 0 <= gateway < gateways", s.Gateway, s.Gateways))
-	case s.Timeout <= 0:
-		return bad("timeout must be a positive duration")
+	case s.Timeout <= 0 || s.Timeout > MaxTimeout:
+		return bad(fmt.Sprintf("timeout %v: want a positive duration of at most %v", s.Timeout, MaxTimeout))
 	case s.NearRatio <= 0 || s.NearRatio > 1:
 		return bad("near_ratio must be in (0, 1]")
 	}

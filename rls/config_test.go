@@ -187,3 +187,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestSettingsAndKeysOutOfBounds(t *testing.T) {
+	for _, c := range []struct{ src, say string }{
+		{"domain: d\ndescriptors:\n  - key: b\n    key: c\n", `:4: key "key" given twice in one mapping (first on line 3)`},
+		{"domain: d\ndomain: e\n", `:2: key "domain" given twice`},
+		{"domain: d\nfleetlimit:\n  sync: 1ns\n", "sync 1ns: want from 10ms to 1h0m0s"},
+		{"domain: d\nfleetlimit:\n  gateways: 1000000\n", "gateways 1000000: want 1 to 4096"},
+		{"domain: d\nfleetlimit:\n  timeout: 1h\n", "timeout 1h0m0s: want a positive duration of at most 10s"},
+	} {
+		_, err := Parse("f.yaml", strings.NewReader(c.src))
+		if err == nil || !strings.Contains(err.Error(), c.say) {
+			t.Errorf("%q: error %v, want one saying %q", c.src, err, c.say)
+		}
+	}
+}

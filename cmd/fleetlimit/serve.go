@@ -64,8 +64,8 @@ response_headers, near_ratio); see docs/serve.md.`,
 			if cmd.Flags().Changed("gateway") {
 				set.Gateway = sf.gateway
 			}
-			if set.Gateways < 1 || set.Gateway < 0 || set.Gateway >= set.Gateways {
-				return usagef("gateway %d of %d: want 0 <= --gateway < --gateways", set.Gateway, set.Gateways)
+			if set.Gateways < 1 || set.Gateways > rls.MaxGateways || set.Gateway < 0 || set.Gateway >= set.Gateways {
+				return usagef("gateway %d of %d: want 1 <= --gateways <= %d and 0 <= --gateway < --gateways", set.Gateway, set.Gateways, rls.MaxGateways)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -123,7 +123,10 @@ func serve(ctx context.Context, sf serveFlags, cfg *rls.Config, log *slog.Logger
 	}
 	gs := grpc.NewServer()
 	pb.RegisterRateLimitServiceServer(gs, svc)
-	hs := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	// Every connection is bounded in time and size: a slow or idle client
+	// cannot hold one open.
+	hs := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10}
 	errs := make(chan error, 2)
 	go func() { errs <- gs.Serve(gl) }()
 	go func() { errs <- hs.Serve(hl) }()
