@@ -46,10 +46,12 @@ type counter struct {
 	mode  counterMode
 	limit float64
 
-	count  int     // store count at the last sync
-	syncAt int64   // time of the last sync
-	exp    []int64 // stamps of count that leave the window soon, ascending
-	expOut int     // how many of exp have left
+	count   int     // store count at the last sync
+	syncAt  int64   // time of the last sync
+	exp     []int64 // stamps of count that leave the window soon, ascending
+	expN    []int   // their counts (nil: 1 each)
+	expOut  int     // how many of exp have left
+	expGone int     // the requests they stand for
 
 	local local // own admits: since the last sync, and for the fallback
 
@@ -65,13 +67,14 @@ func newCounter(c Config, m counterMode) Gateway {
 // known is the store's count from the last sync less what has aged out.
 func (c *counter) known(lo int64) int {
 	for c.expOut < len(c.exp) && c.exp[c.expOut] < lo {
+		c.expGone += store.CountAt(c.expN, c.expOut)
 		c.expOut++
 	}
-	return c.count - c.expOut
+	return c.count - c.expGone
 }
 
 // own is this gateway's admits since the last sync still in the window.
-func (c *counter) own(now int64) int { return len(c.local.stamps) - c.local.sinceSync(now) }
+func (c *counter) own(now int64) int { return c.local.sinceSyncCount(now) }
 
 func (c *counter) Decide(now int64, n int) (Verdict, store.Query) {
 	known, own := c.known(c.cfg.Window.Lo(now)), c.own(now)
@@ -116,7 +119,11 @@ func (c *counter) SyncPush(now int64) store.Push {
 func (c *counter) SyncPull(now int64, p store.Pull) {
 	c.count, c.syncAt = p.Count, now
 	c.exp = append(c.exp[:0], p.Expiring...)
-	c.expOut = 0
+	c.expN = nil
+	if p.ExpiringCounts != nil {
+		c.expN = append(c.expN[:0:0], p.ExpiringCounts...)
+	}
+	c.expOut, c.expGone = 0, 0
 	c.local.settle()
 	if c.mode == modeTrackShare {
 		if p.Count == 0 {

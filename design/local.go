@@ -23,6 +23,10 @@ type local struct {
 	quota int // ceil(L/K)
 
 	stamps []int64 // ascending; stamps[:lo] are forgotten
+	counts []int   // counts[i] is the requests stamps[i] stands for
+	cum    []int64 // cum[i] is base plus the sum of counts[:i+1]
+	base   int64   // the sum of the counts of the entries compacted away
+	heavy  int     // entries since the last compaction whose count is above 1: Push.Counts is needed
 	lo     int
 	win    int    // stamps[:win] have left the window (win may lag lo)
 	acked  int    // stamps[:acked] are in the store
@@ -35,32 +39,82 @@ func newLocal(c Config) local {
 	return local{spec: c.Window, quota: (c.Limit + c.Gateways - 1) / c.Gateways, epoch: c.Epoch} // own < L/K  <=>  own+1 <= ceil(L/K)
 }
 
-// add records n admits at now, to be pushed at the next sync.
+// add records a request of cost n admitted at now, to be pushed at the next
+// sync: one entry, whatever n, merged into the last one when that has the
+// same time and is not pushed yet.
 func (l *local) add(now int64, n int) {
-	for i := 0; i < n; i++ {
-		l.stamps = append(l.stamps, now)
+	last := len(l.stamps) - 1
+	if last >= l.pushed && l.stamps[last] == now {
+		if l.counts[last] == 1 {
+			l.heavy++
+		}
+		l.counts[last] += n
+		l.cum[last] += int64(n)
+		return
 	}
+	c := l.base + int64(n)
+	if last >= 0 {
+		c = l.cum[last] + int64(n)
+	}
+	if n > 1 {
+		l.heavy++
+	}
+	l.stamps, l.counts, l.cum = append(l.stamps, now), append(l.counts, n), append(l.cum, c)
+}
+
+// units is the requests that entries [i, len) stand for.
+func (l *local) units(i int) int {
+	if i >= len(l.stamps) {
+		return 0
+	}
+	u := l.cum[len(l.cum)-1] - l.base
+	if i > 0 {
+		u = l.cum[len(l.cum)-1] - l.cum[i-1]
+	}
+	return int(u)
 }
 
 // push fills p with the admits to push, numbered.
 func (l *local) push(p *store.Push) {
 	l.pushed = len(l.stamps)
 	p.Admits, p.Seq, p.Epoch = l.stamps[l.acked:l.pushed], l.seq+1, l.epoch
+	p.Counts = nil
+	if l.heavy > 0 {
+		p.Counts = l.counts[l.acked:l.pushed]
+	}
 }
 
 // settle marks the admits of the last push as acknowledged, forgetting the
-// acknowledged ones the quota no longer needs.
+// acknowledged ones the quota no longer needs: it keeps the newest of them
+// that hold at least the quota.
 func (l *local) settle() {
 	l.seq += uint64(l.pushed - l.acked)
 	l.acked = l.pushed
-	l.lo = max(l.lo, min(l.win, l.acked), l.acked-l.quota)
+	l.lo = max(l.lo, min(l.win, l.acked))
+	for l.lo < l.acked && l.units(l.lo+1)-l.units(l.acked) >= l.quota {
+		l.lo++
+	}
 	if l.lo > 0 && 2*l.lo >= len(l.stamps) {
-		n := copy(l.stamps, l.stamps[l.lo:])
-		l.stamps = l.stamps[:n]
-		l.win = max(l.win-l.lo, 0)
-		l.acked -= l.lo
-		l.pushed -= l.lo
-		l.lo = 0
+		l.compact()
+	}
+}
+
+// compact drops the forgotten entries.
+func (l *local) compact() {
+	l.base = l.cum[l.lo-1]
+	n := copy(l.stamps, l.stamps[l.lo:])
+	copy(l.counts, l.counts[l.lo:])
+	copy(l.cum, l.cum[l.lo:])
+	l.stamps, l.counts, l.cum = l.stamps[:n], l.counts[:n], l.cum[:n]
+	l.win = max(l.win-l.lo, 0)
+	l.acked -= l.lo
+	l.pushed -= l.lo
+	l.lo = 0
+	l.heavy = 0
+	for _, c := range l.counts {
+		if c > 1 {
+			l.heavy++
+		}
 	}
 }
 
@@ -91,7 +145,11 @@ func (l *local) age(now int64) int {
 func (l *local) sinceSync(now int64) int { return max(l.age(now), l.acked) }
 
 // count is the own admits that count at now, exact up to the quota.
-func (l *local) count(now int64) int { return len(l.stamps) - l.age(now) }
+func (l *local) count(now int64) int { return l.units(l.age(now)) }
+
+// sinceSyncCount is how many of the admits not yet acknowledged still count
+// at now.
+func (l *local) sinceSyncCount(now int64) int { return l.units(l.sinceSync(now)) }
 
 // allow is the local-quota rule: it admits and records n requests at now if
 // own admits in the window then number at most the quota.

@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -178,4 +179,65 @@ func TestRestartAndEvictionKeepEveryAdmit(t *testing.T) {
 	}
 	l.SyncNow(ctx)
 	check("after 20 evictions of key a", "a")
+}
+
+// One request of a huge cost under a huge limit is one entry everywhere:
+// the limiter's memory does not follow the cost (one such request used to
+// add 84 bytes a hit, and 2^31-1 hits ended the process).
+func TestHugeCostIsOneEntry(t *testing.T) {
+	for _, name := range []string{"central-log", "split", "shared-counter", "extrapolate", "track-share", "lease", "lease-ask"} {
+		l := mustNew(t, Config{Design: name, Limit: 100, Window: time.Minute, Logger: quietLog})
+		ctx := context.Background()
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		lim := Limit{Requests: 1<<32 - 1, Window: 365 * 24 * time.Hour}
+		for i := 0; i < 2; i++ {
+			if _, err := l.AllowLimit(ctx, "k", lim, 1<<31-1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.SyncNow(ctx); err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 4<<20 {
+			t.Errorf("%s: two requests of cost 2^31-1 grew the heap by %d bytes", name, grew)
+		}
+	}
+}
+
+// A Redis that loses its data (restarted without persistence) forgets the
+// window: what was admitted before no longer counts, and each key may admit
+// up to L again. Run Redis with appendonly for a limit that must survive.
+func TestStoreThatLostItsData(t *testing.T) {
+	srv := redistest.Start(t) // no persistence
+	ctx := context.Background()
+	st, err := redisstore.Dial(ctx, srv.Addr, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l := mustNew(t, Config{Design: "central-log", Limit: 10, Window: time.Hour, Store: st, Logger: quietLog})
+	count := func() int {
+		n := 0
+		for i := 0; i < 20; i++ {
+			if l.Allow(ctx, "k").Allowed {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(); n != 10 {
+		t.Fatalf("admitted %d of 20 under L = 10", n)
+	}
+	srv.Stop()
+	srv.Restart()
+	for i := 0; i < 100 && st.Client().Ping(ctx).Err() != nil; i++ { // let the pool drop its dead connections
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := count(); n != 10 {
+		t.Fatalf("after Redis lost its data the key admitted %d more, want 10 (the window was forgotten)", n)
+	}
 }

@@ -103,6 +103,9 @@ func (l *Limiter) retire(e *entry, now int64) {
 	e.mu.Unlock()
 	if len(p.Admits) > 0 || held > 0 {
 		last := store.Push{Gateway: p.Gateway, Admits: append([]int64(nil), p.Admits...), Seq: p.Seq, Epoch: p.Epoch}
+		if p.Counts != nil {
+			last.Counts = append([]int(nil), p.Counts...)
+		}
 		l.orphanMu.Lock()
 		l.orphans = append(l.orphans, store.SyncItem{Key: e.key, Push: last})
 		l.orphanMu.Unlock()

@@ -23,6 +23,10 @@ type Push struct {
 	// in non-decreasing order. The store copies them; the slice stays the
 	// gateway's.
 	Admits []int64
+	// Counts, when not nil, are the requests each admit stands for
+	// (Counts[i] >= 1 for Admits[i]): a request of cost n is one admit of
+	// count n, so it costs one entry whatever n. nil: each counts 1.
+	Counts []int
 	// Epoch names this life of the gateway's state for the key: a key
 	// re-created at the same gateway (after a restart, an eviction or a
 	// limit change) pushes with a larger epoch and numbers its admits
@@ -46,8 +50,8 @@ type Push struct {
 
 // Pull is the store's answer to a Push.
 type Pull struct {
-	// Count is the number of admitted timestamps inside the window at the
-	// sync, including the ones just pushed.
+	// Count is the number of admitted requests inside the window at the
+	// sync, including the ones just pushed (each admit counting its count).
 	Count int
 	// Own is how many of Count were admitted by the pushing gateway
 	// (when the push set WantOwn).
@@ -56,6 +60,9 @@ type Pull struct {
 	// before now+Horizon, ascending. It is read-only and valid only until
 	// the next call on the same key: a gateway that keeps it copies it.
 	Expiring []int64
+	// ExpiringCounts, when not nil, are the counts of Expiring's admits;
+	// nil: each counts 1. Read-only like Expiring.
+	ExpiringCounts []int
 	// Granted is the number of lease slots granted until the next sync.
 	Granted int
 }
@@ -84,6 +91,15 @@ type Answer struct {
 	Admit   bool // QueryCentral: the store admitted and logged the requests
 	Count   int  // QueryCentral: the store's count in the window afterwards
 	Granted int  // QueryGrant: slots granted
+}
+
+// CountAt returns the count of admit i of stamps whose counts are counts
+// (nil: every admit counts 1).
+func CountAt(counts []int, i int) int {
+	if counts == nil {
+		return 1
+	}
+	return counts[i]
 }
 
 // Key names a rate-limited key and its limit: everything a store needs to

@@ -3,7 +3,8 @@
 //
 // Times are int64 nanoseconds on whatever clock the caller uses; the package
 // never reads a clock itself, starts no goroutine and does no I/O. A Log's
-// memory is bounded by the most the window can hold.
+// memory is bounded by the most the window can hold, and a request of any
+// cost is one entry.
 package window
 
 import (
@@ -92,43 +93,57 @@ func floorDiv(a, b int64) int64 {
 }
 
 // Log is an exact log of admitted timestamps over one window, held in a ring
-// that grows on demand up to the limit: it never holds more than that many
-// timestamps, and stops allocating once the window has been full.
-// Timestamps must be added in non-decreasing order. The zero value is not
-// usable; a Log is not safe for concurrent use.
+// of entries that grows on demand: a request of cost n is one entry of n
+// (merged into the newest entry when it has the same time), and the log
+// never counts more than its limit, so it never holds more entries than
+// that. Timestamps must be added in non-decreasing order. The zero value is
+// not usable; a Log is not safe for concurrent use.
 type Log struct {
 	spec  Spec
 	limit int
-	ring  []int64
-	head  int // index of the oldest timestamp
-	count int
+	t     []int64 // ring of entry times
+	n     []int   // ring of entry counts
+	head  int     // index of the oldest entry
+	size  int     // entries held
+	count int     // the requests they stand for
 }
 
 // New returns a Log for spec that admits at most limit timestamps per window.
 func New(spec Spec, limit int) *Log {
 	limit = max(limit, 0)
-	return &Log{spec: spec, limit: limit, ring: make([]int64, min(limit, 16))}
+	c := min(limit, 16)
+	return &Log{spec: spec, limit: limit, t: make([]int64, c), n: make([]int, c)}
 }
 
 // Limit returns the most timestamps the log admits in one window.
 func (l *Log) Limit() int { return l.limit }
 
-// Count returns how many logged timestamps count at now, forgetting the
-// ones that no longer do. now must not go backwards between calls.
+// Count returns how many logged requests count at now, forgetting the ones
+// that no longer do. now must not go backwards between calls.
 func (l *Log) Count(now int64) int {
 	lo := l.spec.Lo(now)
-	for l.count > 0 && l.ring[l.head] < lo {
-		l.head++
-		if l.head == len(l.ring) {
-			l.head = 0
-		}
-		l.count--
+	for l.size > 0 && l.t[l.head] < lo {
+		l.dropOldest(l.n[l.head])
 	}
 	return l.count
 }
 
-// Allow admits n requests at now if the window then holds at most Limit
-// timestamps, logging n copies of now; otherwise it logs nothing.
+// dropOldest forgets k requests of the oldest entry (all of it when k is
+// its count).
+func (l *Log) dropOldest(k int) {
+	l.count -= k
+	if l.n[l.head] -= k; l.n[l.head] > 0 {
+		return
+	}
+	l.head++
+	if l.head == len(l.t) {
+		l.head = 0
+	}
+	l.size--
+}
+
+// Allow admits a request of cost n at now if the window then holds at most
+// Limit requests, logging it; otherwise it logs nothing.
 func (l *Log) Allow(now int64, n int) bool {
 	if n <= 0 {
 		return true
@@ -140,56 +155,65 @@ func (l *Log) Allow(now int64, n int) bool {
 	return true
 }
 
-// Add logs n requests at now whatever the count, forgetting the oldest
-// when the log is full: Count is then the true count capped at Limit.
+// Add logs a request of cost n at now whatever the count, forgetting the
+// oldest requests when the log would pass its limit: Count is then the true
+// count capped at Limit.
 func (l *Log) Add(now int64, n int) {
 	l.Count(now)
-	if n > l.limit {
-		n = l.limit
+	n = min(n, l.limit)
+	if n <= 0 {
+		return
 	}
-	for drop := l.count + n - l.limit; drop > 0; drop-- {
-		l.head++
-		if l.head == len(l.ring) {
-			l.head = 0
-		}
-		l.count--
+	for over := l.count + n - l.limit; over > 0; {
+		k := min(over, l.n[l.head])
+		l.dropOldest(k)
+		over -= k
 	}
 	l.push(now, n)
 }
 
-// push appends n copies of now; the caller made room.
+// push logs n requests at now; the caller made room.
 func (l *Log) push(now int64, n int) {
-	if need := l.count + n; need > len(l.ring) {
-		l.grow(need)
-	}
-	for i := 0; i < n; i++ {
-		j := l.head + l.count
-		if j >= len(l.ring) {
-			j -= len(l.ring)
+	l.count += n
+	if l.size > 0 {
+		last := l.index(l.size - 1)
+		if l.t[last] == now {
+			l.n[last] += n
+			return
 		}
-		l.ring[j] = now
-		l.count++
 	}
+	if l.size == len(l.t) {
+		l.grow()
+	}
+	j := l.index(l.size)
+	l.t[j], l.n[j] = now, n
+	l.size++
 }
 
-func (l *Log) grow(need int) {
-	size := min(max(2*len(l.ring), need), l.limit)
-	ring := make([]int64, size)
-	for i := 0; i < l.count; i++ {
-		j := l.head + i
-		if j >= len(l.ring) {
-			j -= len(l.ring)
-		}
-		ring[i] = l.ring[j]
+// index is the ring index of the i-th oldest entry.
+func (l *Log) index(i int) int {
+	j := l.head + i
+	if j >= len(l.t) {
+		j -= len(l.t)
 	}
-	l.ring, l.head = ring, 0
+	return j
+}
+
+func (l *Log) grow() {
+	size := min(max(2*len(l.t), 1), max(l.limit, 1))
+	t, n := make([]int64, size), make([]int, size)
+	for i := 0; i < l.size; i++ {
+		j := l.index(i)
+		t[i], n[i] = l.t[j], l.n[j]
+	}
+	l.t, l.n, l.head = t, n, 0
 }
 
 // Oldest returns the oldest timestamp that counts at the last Count or
 // Allow, and false when there is none.
 func (l *Log) Oldest() (int64, bool) {
-	if l.count == 0 {
+	if l.size == 0 {
 		return 0, false
 	}
-	return l.ring[l.head], true
+	return l.t[l.head], true
 }

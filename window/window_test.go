@@ -64,23 +64,23 @@ func TestLogNeverGrows(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("Allow allocates %.1f times", allocs)
 	}
-	if len(l.ring) != 3 {
-		t.Fatalf("ring grew to %d", len(l.ring))
+	if len(l.t) != 3 {
+		t.Fatalf("ring grew to %d", len(l.t))
 	}
 }
 
 func TestLogGrowsOnDemand(t *testing.T) {
 	l := New(Spec{Size: time.Second}, 1<<30)
-	if len(l.ring) > 16 {
-		t.Fatalf("a new log holds %d slots", len(l.ring))
+	if len(l.t) > 16 {
+		t.Fatalf("a new log holds %d slots", len(l.t))
 	}
 	for i := int64(0); i < 100; i++ {
 		if !l.Allow(i, 1) {
 			t.Fatal("refused under the limit")
 		}
 	}
-	if l.Count(100) != 100 || len(l.ring) > 128 {
-		t.Fatalf("count %d ring %d", l.Count(100), len(l.ring))
+	if l.Count(100) != 100 || len(l.t) > 128 {
+		t.Fatalf("count %d ring %d", l.Count(100), len(l.t))
 	}
 }
 
@@ -116,5 +116,24 @@ func TestSpec(t *testing.T) {
 	}
 	if _, err := ParseKind("tumbling"); err == nil {
 		t.Fatal("ParseKind accepted tumbling")
+	}
+}
+
+// A request of any cost is one entry: memory does not follow the cost.
+func TestLogHeavyRequestIsOneEntry(t *testing.T) {
+	l := New(Spec{Size: time.Second}, 1<<32)
+	if !l.Allow(0, 1<<31-1) || l.Count(0) != 1<<31-1 || len(l.t) > 16 {
+		t.Fatalf("count %d ring %d after one request of cost 2^31-1", l.Count(0), len(l.t))
+	}
+	l.Add(ms, 1<<31)
+	if l.Count(ms) != 1<<32-1 || l.size != 2 {
+		t.Fatalf("count %d entries %d", l.Count(ms), l.size)
+	}
+	l.Add(2*ms, 5) // the oldest entry gives up 4 of its requests
+	if l.Count(2*ms) != 1<<32 || l.size != 3 {
+		t.Fatalf("count %d entries %d after a capped Add", l.Count(2*ms), l.size)
+	}
+	if l.Count(1000*ms) != 1<<31+5 {
+		t.Fatalf("at 1s count %d, want the two later entries", l.Count(1000*ms))
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
-// entry is one admitted request: when, and which gateway admitted it.
+// entry is one admit: when, which gateway admitted it, and how many
+// requests it stands for (a request of cost n is one entry of n).
 type entry struct {
 	t  int64
+	n  int64
 	gw int32
 }
 
@@ -25,9 +27,10 @@ type Key struct {
 	spec  window.Spec
 	now   int64
 
-	log  []entry // ascending by t; log[head:] is live
-	head int
-	own  []int // per gateway: entries in log[head:] it admitted
+	log   []entry // ascending by t; log[head:] is live
+	head  int
+	count int   // the requests log[head:] stands for
+	own   []int // per gateway: the requests of log[head:] it admitted
 
 	out      []int // per gateway: lease slots granted and not yet settled
 	outTotal int
@@ -36,6 +39,7 @@ type Key struct {
 
 	tail []entry // scratch for merges
 	exp  []int64 // scratch for Pull.Expiring
+	expN []int   // scratch for Pull.ExpiringCounts
 }
 
 // NewKey returns an empty Key with the given limit and window.
@@ -53,7 +57,9 @@ func (k *Key) advance(now int64) int64 {
 	k.now = now
 	lo := k.spec.Lo(now)
 	for k.head < len(k.log) && k.log[k.head].t < lo {
-		k.own[k.log[k.head].gw]--
+		e := k.log[k.head]
+		k.own[e.gw] -= int(e.n)
+		k.count -= int(e.n)
 		k.head++
 	}
 	if k.head == len(k.log) {
@@ -77,74 +83,80 @@ func (k *Key) gateway(gw int) {
 // Count returns the number of admitted requests inside the window at now.
 func (k *Key) Count(now int64) int {
 	k.advance(now)
-	return len(k.log) - k.head
+	return k.count
 }
 
 // Outstanding returns the lease slots granted and not yet settled, fleet-wide.
 func (k *Key) Outstanding() int { return k.outTotal }
 
-// Stamps appends the timestamps inside the window at now to dst, ascending.
+// Stamps appends the timestamps inside the window at now to dst, ascending,
+// each as many times as the requests it stands for.
 func (k *Key) Stamps(dst []int64, now int64) []int64 {
 	k.advance(now)
 	for _, e := range k.log[k.head:] {
-		dst = append(dst, e.t)
+		for i := int64(0); i < e.n; i++ {
+			dst = append(dst, e.t)
+		}
 	}
 	return dst
 }
 
-// insert merges gw's ascending stamps into the log, dropping the ones that
-// are already outside the window.
-func (k *Key) insert(gw int, stamps []int64) {
+// insert merges gw's ascending stamps (with their counts, nil: 1 each) into
+// the log, dropping the ones that are already outside the window.
+func (k *Key) insert(gw int, stamps []int64, counts []int) {
 	lo := k.spec.Lo(k.now)
 	i := sort.Search(len(stamps), func(i int) bool { return stamps[i] >= lo })
 	stamps = stamps[i:]
+	if counts != nil {
+		counts = counts[i:]
+	}
 	if len(stamps) == 0 {
 		return
 	}
-	k.own[gw] += len(stamps)
 	live := k.log[k.head:]
 	// Everything in live[p:] is later than the first new stamp; merge
 	// that tail with the new stamps. Ties keep the older entry first.
 	p := sort.Search(len(live), func(i int) bool { return live[i].t > stamps[0] })
 	k.tail = append(k.tail[:0], live[p:]...)
-	at := k.head + p
-	k.log = k.log[:at]
-	a, b := k.tail, stamps
-	for len(a) > 0 && len(b) > 0 {
-		if b[0] < a[0].t {
-			k.log = append(k.log, entry{b[0], int32(gw)})
-			b = b[1:]
-		} else {
+	k.log = k.log[:k.head+p]
+	a := k.tail
+	for j, t := range stamps {
+		for len(a) > 0 && a[0].t <= t {
 			k.log = append(k.log, a[0])
 			a = a[1:]
 		}
+		n := int64(store.CountAt(counts, j))
+		k.log = append(k.log, entry{t, n, int32(gw)})
+		k.own[gw] += int(n)
+		k.count += int(n)
 	}
 	k.log = append(k.log, a...)
-	for _, t := range b {
-		k.log = append(k.log, entry{t, int32(gw)})
-	}
 }
 
 // fresh returns the admits of p that this key has not applied yet: a
 // retried push repeats admits the store has, and a push of an earlier epoch
 // than the gateway's latest is an old retry, applied already.
-func (k *Key) fresh(p store.Push) []int64 {
+func (k *Key) fresh(p store.Push) ([]int64, []int) {
 	gw := p.Gateway
 	if p.Seq == 0 || len(p.Admits) == 0 {
-		return p.Admits
+		return p.Admits, p.Counts
 	}
 	switch {
 	case p.Epoch < k.epoch[gw]:
-		return nil
+		return nil, nil
 	case p.Epoch > k.epoch[gw]:
 		k.epoch[gw], k.applied[gw] = p.Epoch, 0
 	}
-	admits := p.Admits
+	admits, counts := p.Admits, p.Counts
 	if done := k.applied[gw]; done >= p.Seq {
-		admits = admits[min(done-p.Seq+1, uint64(len(admits))):]
+		skip := min(done-p.Seq+1, uint64(len(admits)))
+		admits = admits[skip:]
+		if counts != nil {
+			counts = counts[skip:]
+		}
 	}
 	k.applied[gw] = max(k.applied[gw], p.Seq+uint64(len(p.Admits))-1)
-	return admits
+	return admits, counts
 }
 
 // Sync applies one gateway's push at now and answers it: the pushed stamps
@@ -154,26 +166,38 @@ func (k *Key) fresh(p store.Push) []int64 {
 func (k *Key) Sync(now int64, p store.Push) store.Pull {
 	now = k.advance(now)
 	k.gateway(p.Gateway)
-	k.insert(p.Gateway, k.fresh(p))
+	stamps, counts := k.fresh(p)
+	k.insert(p.Gateway, stamps, counts)
 	k.outTotal -= k.out[p.Gateway]
 	k.out[p.Gateway] = 0
-	count := len(k.log) - k.head
+	count := k.count
 	pull := store.Pull{Count: count, Own: k.own[p.Gateway]}
 	if p.Ask > 0 {
 		pull.Granted = k.grant(p.Gateway, p.Ask, count)
 	}
 	if p.Horizon > 0 {
-		until := k.spec.Lo(now + p.Horizon)
-		k.exp = k.exp[:0]
-		for _, e := range k.log[k.head:] {
-			if e.t >= until {
-				break
-			}
-			k.exp = append(k.exp, e.t)
-		}
-		pull.Expiring = k.exp
+		pull.Expiring, pull.ExpiringCounts = k.expiring(k.spec.Lo(now + p.Horizon))
 	}
 	return pull
+}
+
+// expiring returns the live stamps before until and their counts (nil when
+// each is 1), in the key's scratch.
+func (k *Key) expiring(until int64) ([]int64, []int) {
+	k.exp, k.expN = k.exp[:0], k.expN[:0]
+	heavy := false
+	for _, e := range k.log[k.head:] {
+		if e.t >= until {
+			break
+		}
+		k.exp = append(k.exp, e.t)
+		k.expN = append(k.expN, int(e.n))
+		heavy = heavy || e.n > 1
+	}
+	if !heavy {
+		return k.exp, nil
+	}
+	return k.exp, k.expN
 }
 
 func (k *Key) grant(gw, ask, count int) int {
@@ -195,14 +219,15 @@ func (k *Key) grant(gw, ask, count int) int {
 func (k *Key) Central(now int64, gw, n int) (bool, int) {
 	now = k.advance(now)
 	k.gateway(gw)
-	count := len(k.log) - k.head
+	count := k.count
 	if count+k.outTotal+n > k.limit {
 		return false, count
 	}
-	for i := 0; i < n; i++ {
-		k.log = append(k.log, entry{now, int32(gw)})
+	if n > 0 {
+		k.log = append(k.log, entry{now, int64(n), int32(gw)})
+		k.own[gw] += n
+		k.count += n
 	}
-	k.own[gw] += n
 	return true, count + n
 }
 
@@ -224,5 +249,5 @@ func (k *Key) Answer(now int64, gw int, q store.Query) store.Answer {
 func (k *Key) Grant(now int64, gw, n int) int {
 	k.advance(now)
 	k.gateway(gw)
-	return k.grant(gw, n, len(k.log)-k.head)
+	return k.grant(gw, n, k.count)
 }

@@ -30,6 +30,7 @@ func (s *Store) key(k store.Key) *Key {
 		if key != nil {
 			nk.log = append(nk.log, key.log[key.head:]...)
 			nk.own, nk.out, nk.applied, nk.epoch, nk.outTotal, nk.now = key.own, key.out, key.applied, key.epoch, key.outTotal, key.now
+			nk.count = key.count
 		}
 		key = nk
 		s.keys[k.Name] = key
@@ -59,6 +60,9 @@ func (s *Store) Sync(ctx context.Context, now int64, items []store.SyncItem) err
 		it := &items[i]
 		p := s.key(it.Key).Sync(now, it.Push)
 		p.Expiring = append([]int64(nil), p.Expiring...)
+		if p.ExpiringCounts != nil {
+			p.ExpiringCounts = append([]int(nil), p.ExpiringCounts...)
+		}
 		it.Pull = p
 	}
 	s.gc(now)

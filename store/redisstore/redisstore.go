@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -157,8 +158,8 @@ func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem)
 					wantOwn = 1
 				}
 				args = append(args, us(now), pu.Gateway, pu.Seq, pu.Ask, until, wantOwn, len(pu.Admits), pu.Epoch)
-				for _, t := range pu.Admits {
-					args = append(args, us(t))
+				for i, t := range pu.Admits {
+					args = append(args, us(t), store.CountAt(pu.Counts, i))
 				}
 			}
 			cmds[g] = syncScript.EvalSha(ctx, p, keys, args...)
@@ -174,21 +175,36 @@ func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem)
 			return err
 		}
 		for _, i := range groups[g] {
-			if len(vals) < 4 || len(vals) < 4+int(vals[3]) {
+			if len(vals) < 4 || len(vals) < 4+2*int(vals[3]) {
 				return fmt.Errorf("redisstore: sync of %q answered %v", items[i].Key.Name, vals)
 			}
-			pull := store.Pull{Count: int(vals[0]), Own: int(vals[1]), Granted: int(vals[2])}
-			if m := int(vals[3]); m > 0 {
-				pull.Expiring = make([]int64, m)
-				for j, v := range vals[4 : 4+m] {
-					pull.Expiring[j] = v * 1000
-				}
-			}
-			items[i].Pull = pull
-			vals = vals[4+int(vals[3]):]
+			items[i].Pull = pullOf(vals)
+			vals = vals[4+2*int(vals[3]):]
 		}
 	}
 	return nil
+}
+
+// pullOf reads one key's answer of the sync script: count, own, granted,
+// m, then m pairs of expiring stamp (µs) and count.
+func pullOf(vals []int64) store.Pull {
+	pull := store.Pull{Count: int(vals[0]), Own: int(vals[1]), Granted: int(vals[2])}
+	m := int(vals[3])
+	if m == 0 {
+		return pull
+	}
+	pull.Expiring = make([]int64, m)
+	counts := make([]int, m)
+	heavy := false
+	for j := 0; j < m; j++ {
+		pull.Expiring[j] = vals[4+2*j] * 1000
+		counts[j] = int(vals[5+2*j])
+		heavy = heavy || counts[j] > 1
+	}
+	if heavy {
+		pull.ExpiringCounts = counts
+	}
+	return pull
 }
 
 // groups splits items into script calls of at most scriptBatch keys; on a
@@ -278,15 +294,24 @@ func isNoScript(err error) bool {
 	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "NOSCRIPT")
 }
 
-// Stamps returns the timestamps (ns, to the microsecond) of a key's log.
+// Stamps returns the timestamps (ns, to the microsecond) of a key's log,
+// each as many times as the requests its admit stands for.
 func (s *Store) Stamps(ctx context.Context, name string) ([]int64, error) {
 	vals, err := s.rdb.ZRangeWithScores(ctx, s.Keys(name)[0], 0, -1).Result()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]int64, len(vals))
-	for i, v := range vals {
-		out[i] = int64(v.Score) * 1000
+	var out []int64
+	for _, v := range vals {
+		n := 1
+		if m, _ := v.Member.(string); strings.Contains(m, "*") {
+			if w, err := strconv.Atoi(m[strings.LastIndexByte(m, '*')+1:]); err == nil {
+				n = w
+			}
+		}
+		for range n {
+			out = append(out, int64(v.Score)*1000)
+		}
 	}
 	return out, nil
 }

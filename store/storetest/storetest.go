@@ -119,6 +119,26 @@ var contract = []struct {
 			t.Fatalf("count %d after retries, want 5", p.Count)
 		}
 	}},
+	{"an admit of many requests is one entry", func(t *testing.T, b store.Backend) {
+		k := key(t, 5000, sliding)
+		push := store.Push{Gateway: 0, Epoch: 1, Admits: []int64{at(10), at(20)}, Counts: []int{3, 1000}, Seq: 1, WantOwn: true}
+		if p := sync1(t, b, at(100), k, push); p.Count != 1003 || p.Own != 1003 {
+			t.Fatalf("count %d own %d, want 1003", p.Count, p.Own)
+		}
+		if p := sync1(t, b, at(100), k, push); p.Count != 1003 { // a retry
+			t.Fatalf("count %d after a retry, want 1003", p.Count)
+		}
+		if ok, count, err := central(b, at(200), k, 1, 2000); err != nil || !ok || count != 3003 {
+			t.Fatalf("central check of 2000: %v %d %v", ok, count, err)
+		}
+		if ok, _, _ := central(b, at(300), k, 1, 1998); ok {
+			t.Fatal("central check of 1998 admitted with 3003 of 5000 used")
+		}
+		p := sync1(t, b, at(10015), k, store.Push{Gateway: 2, Horizon: time.Second.Nanoseconds()})
+		if p.Count != 3000 || !slices.Equal(p.Expiring, []int64{at(20), at(200)}) || !slices.Equal(p.ExpiringCounts, []int{1000, 2000}) {
+			t.Fatalf("after the first left: count %d expiring %v counts %v", p.Count, rel(p.Expiring), p.ExpiringCounts)
+		}
+	}},
 	{"stale stamps are dropped", func(t *testing.T, b store.Backend) {
 		k := key(t, 100, sliding)
 		p := sync1(t, b, at(20000), k, store.Push{Admits: []int64{at(5000), at(15000)}, Seq: 1})
