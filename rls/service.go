@@ -1,6 +1,7 @@
 package rls
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,12 +36,13 @@ type Service struct {
 	perLimit *prometheus.CounterVec
 	reloads  *prometheus.CounterVec
 	requests prometheus.Counter
+	detailed seriesCap
 }
 
 // NewService returns a Service over lim with cfg, its metrics in a new
 // registry (see Handler).
 func NewService(cfg *Config, lim *limiter.Limiter) *Service {
-	s := &Service{lim: lim, reg: prometheus.NewRegistry()}
+	s := &Service{lim: lim, reg: prometheus.NewRegistry(), detailed: seriesCap{seen: map[string]bool{}, max: MaxDetailedSeries}}
 	s.cfg.Store(cfg)
 	s.decided = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetlimit_decisions_total",
 		Help: "Descriptor decisions by domain and outcome (over, near, within, shadow)."}, []string{"domain", "outcome"})
@@ -72,6 +75,41 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// domainLabel is a domain's metric label: its name when the configuration
+// has it, "unconfigured" otherwise, so that clients cannot mint series.
+func domainLabel(cfg *Config, domain string) string {
+	if _, ok := cfg.domains[domain]; ok {
+		return domain
+	}
+	return "unconfigured"
+}
+
+// MaxDetailedSeries bounds the metric series that detailed_metric limits
+// may create together; past it, new values count under "<limit>_other".
+const MaxDetailedSeries = 1000
+
+// seriesCap hands out at most max distinct labels.
+type seriesCap struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	max  int
+}
+
+// label returns want while it is one of the first max labels seen, and
+// other past them.
+func (c *seriesCap) label(want, other string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen[want] {
+		return want
+	}
+	if len(c.seen) >= c.max {
+		return other
+	}
+	c.seen[want] = true
+	return want
 }
 
 // Config returns the configuration in force.
@@ -149,7 +187,9 @@ func resolve(cfg *Config, req *pb.RateLimitRequest) ([]descriptor, error) {
 			if u.Duration() == 0 {
 				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override with unknown unit %d", i, o.GetUnit())
 			}
-			descs[i].limit = &RateLimit{RequestsPerUnit: o.GetRequestsPerUnit(), Unit: u, FullKey: domain + "." + key}
+			// An override names no configured limit: its metric label must
+			// not carry the request's values (API keys, unbounded).
+			descs[i].limit = &RateLimit{RequestsPerUnit: o.GetRequestsPerUnit(), Unit: u, FullKey: domainLabel(cfg, domain) + ".override"}
 		} else {
 			descs[i].limit = cfg.Lookup(domain, entries)
 		}
@@ -204,10 +244,10 @@ func (s *Service) decideDescriptor(ctx context.Context, cfg *Config, req *pb.Rat
 	case float64(uint64(lim.RequestsPerUnit)-uint64(remaining)) >= cfg.Settings.NearRatio*float64(lim.RequestsPerUnit):
 		outcome = "near"
 	}
-	s.decided.WithLabelValues(req.GetDomain(), outcome).Inc()
+	s.decided.WithLabelValues(domainLabel(cfg, req.GetDomain()), outcome).Inc()
 	name := lim.FullKey
 	if lim.DetailedMetric && d.lastValue != "" && !strings.HasSuffix(name, "_"+d.lastValue) {
-		name += "_" + d.lastValue
+		name = s.detailed.label(name+"_"+d.lastValue, name+"_other")
 	}
 	s.perLimit.WithLabelValues(name, outcome).Inc()
 	return st, true, nil
@@ -250,6 +290,23 @@ func descKey(entries []Entry) string {
 		}
 	}
 	return b.String()
+}
+
+// HTTPTimeouts bound every HTTP connection in time, so that a slow or idle
+// client cannot hold one open. The zero value of a field means its default.
+type HTTPTimeouts struct {
+	ReadHeader time.Duration // default 5 s
+	Read       time.Duration // the whole request, body included; default 10 s
+	Write      time.Duration // default 30 s
+	Idle       time.Duration // between requests; default 1 min
+}
+
+// HTTPServer is an http.Server for Handler with t's bounds and at most 64
+// KiB of headers (the /json body is capped at 1 MiB).
+func (s *Service) HTTPServer(t HTTPTimeouts) *http.Server {
+	return &http.Server{Handler: s.Handler(), MaxHeaderBytes: 64 << 10,
+		ReadHeaderTimeout: cmp.Or(t.ReadHeader, 5*time.Second), ReadTimeout: cmp.Or(t.Read, 10*time.Second),
+		WriteTimeout: cmp.Or(t.Write, 30*time.Second), IdleTimeout: cmp.Or(t.Idle, time.Minute)}
 }
 
 // Handler serves the HTTP API: POST /json (envoyproxy/ratelimit's JSON form

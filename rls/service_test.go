@@ -357,3 +357,78 @@ func TestLimitChangeKeepsCounts(t *testing.T) {
 		})
 	}
 }
+
+// Clients cannot mint metric series: 3,000 distinct override values, 3,000
+// unknown domains and 3,000 values of a detailed_metric limit leave a
+// bounded /metrics, and no request value of an override appears in it.
+func TestMetricSeriesAreBounded(t *testing.T) {
+	src := "domain: d\ndescriptors:\n  - key: user\n    detailed_metric: true\n    rate_limit:\n      unit: minute\n      requests_per_unit: 5\n"
+	c, svc := serve(t, src)
+	for i := 0; i < 3000; i++ {
+		v := "secret-api-key-" + strconv.Itoa(i)
+		o := desc("api_key", v)
+		o.Limit = &rlv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 10, Unit: typev3.RateLimitUnit_MINUTE}
+		call(t, c, &pb.RateLimitRequest{Domain: "d", Descriptors: []*rlv3.RateLimitDescriptor{o}})
+		call(t, c, &pb.RateLimitRequest{Domain: "dom-" + strconv.Itoa(i), Descriptors: []*rlv3.RateLimitDescriptor{o}})
+		call(t, c, &pb.RateLimitRequest{Domain: "d", Descriptors: []*rlv3.RateLimitDescriptor{desc("user", v)}})
+	}
+	rec := httptest.NewRecorder()
+	svc.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	series := 0
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "fleetlimit_") {
+			series++
+		}
+	}
+	if series > MaxDetailedSeries*3+100 {
+		t.Fatalf("%d metric series after 9,000 requests with distinct values", series)
+	}
+	if strings.Contains(body, "secret-api-key-2999") || strings.Contains(body, "dom-") {
+		t.Fatal("an override's request value or a client's domain appears in /metrics")
+	}
+	if !strings.Contains(body, `limit="d.user_other"`) || !strings.Contains(body, `limit="d.override"`) {
+		t.Fatal("the capped series are missing")
+	}
+}
+
+// A client that sends its body slowly is cut off at the read timeout, and
+// the service answers others meanwhile.
+func TestSlowClientsAreCutOff(t *testing.T) {
+	_, svc := serve(t, testConfig)
+	hs := svc.HTTPServer(HTTPTimeouts{Read: 300 * time.Millisecond})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.Serve(l)
+	defer hs.Close()
+	var slow []net.Conn
+	for i := 0; i < 20; i++ {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+		slow = append(slow, c)
+	}
+	resp, err := http.Get("http://" + l.Addr().String() + "/healthcheck")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthcheck while 20 clients trickle: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	for i, c := range slow {
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		start := time.Now()
+		buf := make([]byte, 512)
+		for {
+			if _, err := c.Read(buf); err != nil {
+				break // closed by the server (or answered and closed)
+			}
+		}
+		if waited := time.Since(start); waited > 2*time.Second {
+			t.Fatalf("slow client %d was held %v with a 300ms read timeout", i, waited)
+		}
+	}
+}

@@ -123,10 +123,7 @@ func serve(ctx context.Context, sf serveFlags, cfg *rls.Config, log *slog.Logger
 	}
 	gs := grpc.NewServer()
 	pb.RegisterRateLimitServiceServer(gs, svc)
-	// Every connection is bounded in time and size: a slow or idle client
-	// cannot hold one open.
-	hs := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10}
+	hs := svc.HTTPServer(rls.HTTPTimeouts{})
 	errs := make(chan error, 2)
 	go func() { errs <- gs.Serve(gl) }()
 	go func() { errs <- hs.Serve(hl) }()
