@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -430,5 +431,32 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 		if waited := time.Since(start); waited > 2*time.Second {
 			t.Fatalf("slow client %d was held %v with a 300ms read timeout", i, waited)
 		}
+	}
+}
+
+// One unauthenticated request with the largest hits_addend and override
+// gets a clear answer and leaves the service's memory as it was.
+func TestHugeRequestIsAnswered(t *testing.T) {
+	c, _ := serve(t, testConfig)
+	o := desc("api_key", "x")
+	o.Limit = &rlv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 1<<32 - 1, Unit: typev3.RateLimitUnit_YEAR}
+	o.HitsAddend = wrapperspb.UInt64(1<<63 - 1)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := 0; i < 3; i++ {
+		r := call(t, c, &pb.RateLimitRequest{Domain: "d", Descriptors: []*rlv3.RateLimitDescriptor{o}, HitsAddend: 1<<32 - 1})
+		want := pb.RateLimitResponse_OK
+		if i == 2 { // two of 2^31-1 fit in 2^32-1, a third does not
+			want = pb.RateLimitResponse_OVER_LIMIT
+		}
+		if r.OverallCode != want {
+			t.Fatalf("request %d: %v, want %v", i, r.OverallCode, want)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 8<<20 {
+		t.Fatalf("three huge requests grew the heap by %d bytes", grew)
 	}
 }
