@@ -29,6 +29,7 @@ costs (what it admits past the limit, what honest traffic it rejects, how
 often it waits on the store) and enforces the chosen design for real.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newSimCmd(), newStudyCmd(), newServeCmd(), newLoadgenCmd())

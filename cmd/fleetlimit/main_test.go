@@ -156,3 +156,10 @@ func TestSimInputsThatMustNotRun(t *testing.T) {
 		}
 	}
 }
+
+func TestVersion(t *testing.T) {
+	code, out, _ := runCLI("--version")
+	if code != 0 || !strings.HasPrefix(out, "fleetlimit version ") || len(strings.TrimSpace(out)) < len("fleetlimit version devel") {
+		t.Fatalf("--version: exit %d, %q", code, out)
+	}
+}
