@@ -47,20 +47,21 @@ func (l *Limiter) SyncNow(ctx context.Context) error {
 	// pushes with a later epoch, and a store ignores earlier epochs' pushes
 	// once it has seen a later one.
 	ents, items := l.pushes(all, now, orphans)
-	var err error
-	lo := 0
-	for ; lo < len(items) && err == nil; lo += l.cfg.SyncBatch {
+	err := l.pingIfIdle(ctx, len(items))
+	synced := 0
+	for lo := 0; lo < len(items) && err == nil; lo += l.cfg.SyncBatch {
 		hi := min(lo+l.cfg.SyncBatch, len(items))
 		cctx, cancel := context.WithTimeout(ctx, l.cfg.SyncTimeout)
 		err = l.st.Sync(cctx, now, items[lo:hi])
 		cancel()
 		if err == nil {
 			l.pull(ents, items[len(orphans):], lo-len(orphans), hi-len(orphans), now)
+			synced = hi
 		}
 	}
 	if err != nil {
 		l.storeFailed(err)
-		return fmt.Errorf("limiter: sync of %d keys stopped after %d: %w", len(items), lo-l.cfg.SyncBatch, err)
+		return fmt.Errorf("limiter: sync of %d keys stopped after %d: %w", len(items), synced, err)
 	}
 	l.orphanMu.Lock()
 	l.orphans = append(l.orphans[:0], l.orphans[len(orphans):]...)
@@ -71,6 +72,18 @@ func (l *Limiter) SyncNow(ctx context.Context) error {
 	l.stats.lastKeys.Store(int64(len(ents)))
 	l.evictIdle(all, now)
 	return nil
+}
+
+// pingIfIdle pings the store when a sync has nothing to send, so that the
+// degraded state follows the store even while no key needs it.
+func (l *Limiter) pingIfIdle(ctx context.Context, items int) error {
+	p, ok := l.st.(store.Pinger)
+	if items > 0 || !ok {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, l.cfg.SyncTimeout)
+	defer cancel()
+	return p.Ping(cctx)
 }
 
 // pushes starts the sync of every entry that needs one, and returns those

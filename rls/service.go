@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -37,12 +38,15 @@ type Service struct {
 	reloads  *prometheus.CounterVec
 	requests prometheus.Counter
 	detailed seriesCap
+	health   *health.Server
+	draining atomic.Bool
 }
 
 // NewService returns a Service over lim with cfg, its metrics in a new
 // registry (see Handler).
 func NewService(cfg *Config, lim *limiter.Limiter) *Service {
-	s := &Service{lim: lim, reg: prometheus.NewRegistry(), detailed: seriesCap{seen: map[string]bool{}, max: MaxDetailedSeries}}
+	s := &Service{lim: lim, reg: prometheus.NewRegistry(), detailed: seriesCap{seen: map[string]bool{}, max: MaxDetailedSeries},
+		health: newHealth()}
 	s.cfg.Store(cfg)
 	s.decided = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetlimit_decisions_total",
 		Help: "Descriptor decisions by domain and outcome (over, near, within, shadow)."}, []string{"domain", "outcome"})
@@ -338,7 +342,11 @@ func (s *Service) Handler() http.Handler {
 		w.Write(out)
 	})
 	mux.HandleFunc("GET /healthcheck", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "OK")
+		ok, why := s.Health()
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		fmt.Fprintln(w, why)
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	return mux

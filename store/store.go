@@ -130,3 +130,10 @@ type Backend interface {
 	// slots, as many as the limit allows.
 	Ask(ctx context.Context, now int64, key Key, gw int, q Query) (Answer, error)
 }
+
+// Pinger is a Backend that can tell whether it is reachable without a key:
+// a driver with nothing to sync pings it, so that an idle gateway still
+// knows that its store is down.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 
@@ -26,7 +25,7 @@ import (
 type serveFlags struct {
 	config, grpcAddr, httpAddr, redisAddr string
 	gateways, gateway                     int
-	reload                                time.Duration
+	reload, drain                         time.Duration
 }
 
 func newServeCmd() *cobra.Command {
@@ -80,6 +79,7 @@ response_headers, near_ratio); see docs/serve.md.`,
 	f.IntVar(&sf.gateways, "gateways", 1, "gateways in the fleet (overrides the config's fleetlimit.gateways)")
 	f.IntVar(&sf.gateway, "gateway", 0, "this gateway's index (overrides the config's fleetlimit.gateway)")
 	f.DurationVar(&sf.reload, "reload-interval", time.Second, "how often to check the config file for changes")
+	f.DurationVar(&sf.drain, "drain-delay", time.Second, "on SIGTERM, how long to answer NOT_SERVING to health checks while still serving, before draining connections")
 	return c
 }
 
@@ -122,7 +122,8 @@ func serve(ctx context.Context, sf serveFlags, cfg *rls.Config, log *slog.Logger
 		return runError{err}
 	}
 	gs := grpc.NewServer()
-	pb.RegisterRateLimitServiceServer(gs, svc)
+	svc.Register(gs)
+	go svc.WatchHealth(ctx, 100*time.Millisecond)
 	hs := svc.HTTPServer(rls.HTTPTimeouts{})
 	errs := make(chan error, 2)
 	go func() { errs <- gs.Serve(gl) }()
@@ -139,7 +140,13 @@ func serve(ctx context.Context, sf serveFlags, cfg *rls.Config, log *slog.Logger
 	case <-ctx.Done():
 	case serveErr = <-errs:
 	}
-	log.Info("fleetlimit serve: shutting down")
+	// Not serving first, so that load balancers stop sending; then drain
+	// the connections; then flush the store.
+	svc.Drain()
+	log.Info("fleetlimit serve: shutting down: health is NOT_SERVING; draining", "drain_delay", sf.drain)
+	if serveErr == nil {
+		time.Sleep(sf.drain)
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	hs.Shutdown(sctx)

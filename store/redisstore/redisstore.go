@@ -78,6 +78,9 @@ func honoursDeadlines(rdb redis.UniversalClient) bool {
 	return true // other clients: the caller's responsibility
 }
 
+// Ping checks that Redis answers.
+func (s *Store) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
+
 // Close closes the client.
 func (s *Store) Close() error { return s.rdb.Close() }
 
