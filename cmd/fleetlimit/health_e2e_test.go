@@ -32,7 +32,8 @@ func TestServeHealthTransitions(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "serve", "--config", cfg, "--redis", srv.Addr, "--grpc-addr", grpcAddr,
 		"--http-addr", httpAddr, "--drain-delay", "1500ms")
 	cmd.Env = append(os.Environ(), "FLEETLIMIT_E2E_CHILD=1")
-	cmd.Stderr = &testWriter{t: t, prefix: "serve: "}
+	logs := &testWriter{t: t, prefix: "serve: "}
+	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +98,18 @@ func TestServeHealthTransitions(t *testing.T) {
 	if c := httpStatus(); c != 503 {
 		t.Fatalf("/healthcheck %d while the store is down, want 503", c)
 	}
+	time.Sleep(500 * time.Millisecond) // ten failed syncs
 	srv.Restart()
 	await("SERVING")
+	// The outage is one warning with its cause and one line when it ends;
+	// the Redis client's own lines stay out of the info log.
+	text := logs.text()
+	if n := strings.Count(text, "store unreachable"); n != 1 || !strings.Contains(text, "connection refused") {
+		t.Fatalf("%d store-unreachable lines (want 1, with the cause 'connection refused'):\n%s", n, text)
+	}
+	if strings.Contains(text, "redis: ") || strings.Count(text, "store reachable again") != 1 {
+		t.Fatalf("the Redis client's own lines, or not one recovery line, in the log:\n%s", text)
+	}
 
 	cmd.Process.Signal(syscall.SIGTERM)
 	await("NOT_SERVING") // still answering, no longer serving

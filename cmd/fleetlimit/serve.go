@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -26,6 +27,23 @@ type serveFlags struct {
 	config, grpcAddr, httpAddr, redisAddr string
 	gateways, gateway                     int
 	reload, drain                         time.Duration
+	logLevel, logFormat                   string
+}
+
+// newLogger is the service's logger, as --log-level and --log-format ask.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opt := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opt)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opt)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
 func newServeCmd() *cobra.Command {
@@ -66,9 +84,14 @@ response_headers, near_ratio); see docs/serve.md.`,
 			if set.Gateways < 1 || set.Gateways > rls.MaxGateways || set.Gateway < 0 || set.Gateway >= set.Gateways {
 				return usagef("gateway %d of %d: want 1 <= --gateways <= %d and 0 <= --gateway < --gateways", set.Gateway, set.Gateways, rls.MaxGateways)
 			}
+			log, err := newLogger(cmd.ErrOrStderr(), sf.logLevel, sf.logFormat)
+			if err != nil {
+				return usageError{err}
+			}
+			redisstore.SetLogger(log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return serve(ctx, sf, cfg, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+			return serve(ctx, sf, cfg, log)
 		},
 	}
 	f := c.Flags()
@@ -79,6 +102,8 @@ response_headers, near_ratio); see docs/serve.md.`,
 	f.IntVar(&sf.gateways, "gateways", 1, "gateways in the fleet (overrides the config's fleetlimit.gateways)")
 	f.IntVar(&sf.gateway, "gateway", 0, "this gateway's index (overrides the config's fleetlimit.gateway)")
 	f.DurationVar(&sf.reload, "reload-interval", time.Second, "how often to check the config file for changes")
+	f.StringVar(&sf.logLevel, "log-level", "info", "debug, info, warn or error (debug includes the Redis client's own lines)")
+	f.StringVar(&sf.logFormat, "log-format", "text", "text or json")
 	f.DurationVar(&sf.drain, "drain-delay", time.Second, "on SIGTERM, how long to answer NOT_SERVING to health checks while still serving, before draining connections")
 	return c
 }

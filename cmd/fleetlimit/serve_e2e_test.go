@@ -208,11 +208,20 @@ type testWriter struct {
 	t      *testing.T
 	prefix string
 	mu     sync.Mutex
+	all    []byte // everything written, for tests that read the logs
 }
 
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.t.Log(w.prefix + string(p))
+	w.all = append(w.all, p...)
 	return len(p), nil
+}
+
+// text returns everything written so far.
+func (w *testWriter) text() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.all)
 }

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
@@ -57,7 +58,12 @@ func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Store, e
 // Dial connects to the Redis at addr (host:port, or a comma-separated list
 // of Cluster nodes) and returns a Store on it.
 func Dial(ctx context.Context, addr string, opt Options) (*Store, error) {
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addr, ","), ContextTimeoutEnabled: true})
+	// No retries inside the client: the limiter retries at its next sync,
+	// and within a 50 ms timeout a client's own backoff would only turn
+	// the real cause (a refused connection) into "context deadline
+	// exceeded".
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addr, ","), ContextTimeoutEnabled: true,
+		MaxRetries: -1, DialerRetries: 1})
 	s, err := New(ctx, rdb, opt)
 	if err != nil {
 		rdb.Close()
@@ -76,6 +82,20 @@ func honoursDeadlines(rdb redis.UniversalClient) bool {
 		return c.Options().ContextTimeoutEnabled
 	}
 	return true // other clients: the caller's responsibility
+}
+
+// SetLogger sends the Redis client's own log lines (go-redis logs each
+// failed dial, many a second while Redis is down) to log at debug level:
+// the limiter already says, once per change of state and with the cause,
+// when the store becomes unreachable and when it is back. It applies to
+// every client in the process.
+func SetLogger(log *slog.Logger) { redis.SetLogger(clientLog{log}) }
+
+// clientLog is go-redis's logger on a slog.Logger.
+type clientLog struct{ log *slog.Logger }
+
+func (c clientLog) Printf(ctx context.Context, format string, v ...any) {
+	c.log.DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
 }
 
 // Ping checks that Redis answers.
