@@ -126,4 +126,3 @@ func TestServeHealthTransitions(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
