@@ -133,6 +133,8 @@ type Limiter struct {
 	orphanMu sync.Mutex // guards orphans; never held while taking another lock
 	orphans  []store.SyncItem
 
+	onSync atomic.Pointer[func(time.Duration, error)]
+
 	stop   chan struct{}
 	done   chan struct{}
 	closed atomic.Bool
@@ -341,6 +343,16 @@ func (l *Limiter) storeOK() {
 	if l.degraded.Swap(false) {
 		l.cfg.Logger.Info("fleetlimit: store reachable again; syncing resumed", "gateway", l.cfg.Gateway)
 	}
+}
+
+// OnSync sets a function called after every sync with its duration and
+// error (for a metric); nil stops the calls. It must not block.
+func (l *Limiter) OnSync(f func(time.Duration, error)) {
+	if f == nil {
+		l.onSync.Store(nil)
+		return
+	}
+	l.onSync.Store(&f)
 }
 
 // Stats returns the Limiter's counters.

@@ -34,6 +34,14 @@ func (l *Limiter) SyncNow(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	start := time.Now()
+	err := l.syncNow(ctx, start)
+	if f := l.onSync.Load(); f != nil {
+		(*f)(time.Since(start), err)
+	}
+	return err
+}
+
+func (l *Limiter) syncNow(ctx context.Context, start time.Time) error {
 	now := l.cfg.Now()
 	all := make([]*entry, 0, l.nkeys.Load())
 	l.keys.Range(func(_, v any) bool {

@@ -16,6 +16,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -37,6 +38,8 @@ type Service struct {
 	perLimit *prometheus.CounterVec
 	reloads  *prometheus.CounterVec
 	requests prometheus.Counter
+	latency  prometheus.Histogram
+	syncs    *prometheus.HistogramVec
 	detailed seriesCap
 	health   *health.Server
 	draining atomic.Bool
@@ -57,6 +60,17 @@ func NewService(cfg *Config, lim *limiter.Limiter) *Service {
 		Help: "Configuration reloads by result (ok, error)."}, []string{"result"})
 	s.requests = prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetlimit_requests_total", Help: "ShouldRateLimit requests."})
 	st := func(f func(limiter.Stats) float64) func() float64 { return func() float64 { return f(lim.Stats()) } }
+	s.latency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleetlimit_decision_duration_seconds",
+		Help:    "Time to answer one ShouldRateLimit request, store round trips included.",
+		Buckets: []float64{10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3}})
+	s.syncs = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "fleetlimit_store_sync_duration_seconds",
+		Help:    "Time of each sync of every key with the store, by result (ok, error).",
+		Buckets: []float64{1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1, 2.5}}, []string{"result"})
+	lim.OnSync(func(d time.Duration, err error) {
+		s.syncs.WithLabelValues(map[bool]string{true: "ok", false: "error"}[err == nil]).Observe(d.Seconds())
+	})
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewBuildInfoCollector(), s.latency, s.syncs)
 	s.reg.MustRegister(s.decided, s.perLimit, s.reloads, s.requests,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetlimit_keys", Help: "Keys held by this gateway."},
 			st(func(x limiter.Stats) float64 { return float64(x.Keys) })),
@@ -66,8 +80,6 @@ func NewService(cfg *Config, lim *limiter.Limiter) *Service {
 			st(func(x limiter.Stats) float64 { return float64(x.StoreErrors) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetlimit_store_syncs_total", Help: "Sync batches that succeeded."},
 			st(func(x limiter.Stats) float64 { return float64(x.Syncs) })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetlimit_store_sync_seconds", Help: "Duration of the last sync with the store."},
-			st(func(x limiter.Stats) float64 { return x.LastSync.Seconds() })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetlimit_fallback_decisions_total", Help: "Requests decided by the fallback."},
 			st(func(x limiter.Stats) float64 { return float64(x.Fallbacks) })),
 	)
@@ -131,6 +143,7 @@ func (s *Service) CountReload(ok bool) {
 // over the limit when any descriptor not in shadow mode is.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
 	s.requests.Inc()
+	defer s.observe(time.Now())
 	if req.GetDomain() == "" {
 		return nil, status.Error(codes.InvalidArgument, "rate limit domain must not be empty")
 	}
@@ -162,6 +175,9 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	}
 	return resp, nil
 }
+
+// observe records the time since start in the decision latency histogram.
+func (s *Service) observe(start time.Time) { s.latency.Observe(time.Since(start).Seconds()) }
 
 // descriptor is one request descriptor resolved against the configuration.
 type descriptor struct {
