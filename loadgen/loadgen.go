@@ -81,6 +81,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Duration)
 	defer cancel()
+	h := &health{cancel: cancel}
 	var mu sync.Mutex
 	var rep Report
 	var wg sync.WaitGroup
@@ -89,7 +90,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			mine := client(ctx, clients[g%o.Conns], o, uint64(g))
+			mine := client(ctx, clients[g%o.Conns], o, uint64(g), h)
 			mu.Lock()
 			rep.Latencies = append(rep.Latencies, mine.Latencies...)
 			rep.Over += mine.Over
@@ -101,11 +102,46 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	rep.Wall = time.Since(start)
 	rep.Decisions = len(rep.Latencies)
 	slices.Sort(rep.Latencies)
+	if rep.Decisions == 0 {
+		return rep, fmt.Errorf("no request succeeded against %s (%d errors; the last: %v)", o.Target, rep.Errors, h.last())
+	}
 	return rep, nil
 }
 
+// GiveUpAfter is how many failed requests in a row, with none answered yet,
+// stop a load early: a target that answers nothing is not measured.
+const GiveUpAfter = 100
+
+// health stops a load whose every request fails, and keeps the last error.
+type health struct {
+	mu       sync.Mutex
+	ok, fail int
+	lastErr  error
+	cancel   func()
+}
+
+func (h *health) record(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err == nil {
+		h.ok++
+		return
+	}
+	h.fail++
+	h.lastErr = err
+	if h.ok == 0 && h.fail >= GiveUpAfter {
+		h.cancel()
+	}
+}
+
+func (h *health) last() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lastErr
+}
+
 // client is one client's loop: requests one after another until ctx ends.
-func client(ctx context.Context, cl pb.RateLimitServiceClient, o Options, seed uint64) Report {
+func client(ctx context.Context, cl pb.RateLimitServiceClient, o Options, seed uint64, h *health) Report {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var r Report
 	for ctx.Err() == nil {
@@ -115,6 +151,9 @@ func client(ctx context.Context, cl pb.RateLimitServiceClient, o Options, seed u
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		resp, err := cl.ShouldRateLimit(rctx, req)
 		rcancel()
+		if ctx.Err() == nil {
+			h.record(err)
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				r.Errors++

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -136,6 +137,49 @@ type Config struct {
 	// Source names the file, for errors and logs.
 	Source string
 	digest [32]byte // of the bytes parsed, to tell a changed file
+}
+
+// Limits returns every configured limit, sorted by FullKey.
+func (c *Config) Limits() []*RateLimit {
+	var out []*RateLimit
+	var walk func(n *node)
+	walk = func(n *node) {
+		if n.limit != nil {
+			out = append(out, n.limit)
+		}
+		for _, ch := range n.children {
+			walk(ch)
+		}
+	}
+	for _, d := range c.domains {
+		walk(d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].FullKey < out[j].FullKey })
+	return out
+}
+
+// String describes the limit as serve enforces it, e.g. "100 per MINUTE,
+// shadow mode".
+func (r *RateLimit) String() string {
+	var b strings.Builder
+	if r.Unlimited {
+		b.WriteString("unlimited")
+	} else {
+		fmt.Fprintf(&b, "%d per %v", r.RequestsPerUnit, r.Unit)
+	}
+	if r.Name != "" {
+		fmt.Fprintf(&b, ", name %q", r.Name)
+	}
+	if len(r.Replaces) > 0 {
+		fmt.Fprintf(&b, ", replaces %s", strings.Join(r.Replaces, ", "))
+	}
+	if r.ShadowMode {
+		b.WriteString(", shadow mode")
+	}
+	if r.DetailedMetric {
+		b.WriteString(", detailed metric")
+	}
+	return b.String()
 }
 
 // Domains returns the configured domain names.

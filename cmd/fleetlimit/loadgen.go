@@ -30,9 +30,6 @@ addresses only.`,
 			if err != nil {
 				return runError{err}
 			}
-			if rep.Decisions == 0 {
-				return runError{fmt.Errorf("no request succeeded against %s (%d errors)", o.Target, rep.Errors)}
-			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "%d decisions in %v: %.0f decisions/s, %d over the limit, %d errors\n",
 				rep.Decisions, rep.Wall.Round(time.Millisecond), rep.PerSecond(), rep.Over, rep.Errors)

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
@@ -161,5 +163,34 @@ func TestVersion(t *testing.T) {
 	code, out, _ := runCLI("--version")
 	if code != 0 || !strings.HasPrefix(out, "fleetlimit version ") || len(strings.TrimSpace(out)) < len("fleetlimit version devel") {
 		t.Fatalf("--version: exit %d, %q", code, out)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	code, out, errs := runCLI("validate", "../../examples/ratelimit.yaml")
+	if code != 0 || !strings.Contains(out, "edge.api_key: 100 per MINUTE") || errs != "" {
+		t.Fatalf("valid file: exit %d\n%s\n%s", code, out, errs)
+	}
+	bad := t.TempDir() + "/bad.yaml"
+	os.WriteFile(bad, []byte("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: fortnight, requests_per_unit: 3}\n"), 0o644)
+	code, out, errs = runCLI("validate", bad, "../../examples/ratelimit.yaml")
+	if code != 1 || !strings.Contains(errs, "bad.yaml:4: invalid rate limit unit 'fortnight'") || !strings.Contains(out, "ratelimit.yaml: valid") {
+		t.Fatalf("one bad file: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, _, _ := runCLI("validate"); code != 2 {
+		t.Fatalf("no file: exit %d, want 2", code)
+	}
+}
+
+// Against a target that answers nothing, loadgen stops at once and says
+// why, instead of firing requests for its whole duration.
+func TestLoadgenStopsWhenEveryRequestFails(t *testing.T) {
+	start := time.Now()
+	code, _, errs := runCLI("loadgen", "--target", freeAddr(t), "--duration", "20s", "--concurrency", "4", "--conns", "1")
+	if code != 1 || !strings.Contains(errs, "no request succeeded") || !strings.Contains(errs, "connection refused") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("loadgen ran %v against a dead target", took)
 	}
 }
