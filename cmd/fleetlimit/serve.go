@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/fleetlimit/fleetlimit/limiter"
 	"github.com/fleetlimit/fleetlimit/rls"
@@ -28,6 +31,41 @@ type serveFlags struct {
 	gateways, gateway                     int
 	reload, drain                         time.Duration
 	logLevel, logFormat                   string
+	tlsCert, tlsKey, tlsClientCA          string
+	grpcOpts                              []grpc.ServerOption
+}
+
+// grpcCredentials are the gRPC server's transport credentials: TLS with
+// --grpc-tls-cert and --grpc-tls-key, mutual TLS (client certificates
+// required and verified against --grpc-tls-client-ca) with the CA too, and
+// plaintext with none.
+func grpcCredentials(sf serveFlags) ([]grpc.ServerOption, error) {
+	if sf.tlsCert == "" && sf.tlsKey == "" {
+		if sf.tlsClientCA != "" {
+			return nil, errors.New("--grpc-tls-client-ca needs --grpc-tls-cert and --grpc-tls-key")
+		}
+		return nil, nil
+	}
+	if sf.tlsCert == "" || sf.tlsKey == "" {
+		return nil, errors.New("--grpc-tls-cert and --grpc-tls-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(sf.tlsCert, sf.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("gRPC TLS certificate: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if sf.tlsClientCA != "" {
+		pem, err := os.ReadFile(sf.tlsClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("gRPC client CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("gRPC client CA %s: no PEM certificate in it", sf.tlsClientCA)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(cfg))}, nil
 }
 
 // newLogger is the service's logger, as --log-level and --log-format ask.
@@ -88,6 +126,9 @@ response_headers, near_ratio); see docs/serve.md.`,
 			if err != nil {
 				return usageError{err}
 			}
+			if sf.grpcOpts, err = grpcCredentials(sf); err != nil {
+				return usageError{err}
+			}
 			redisstore.SetLogger(log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -102,6 +143,9 @@ response_headers, near_ratio); see docs/serve.md.`,
 	f.IntVar(&sf.gateways, "gateways", 1, "gateways in the fleet (overrides the config's fleetlimit.gateways)")
 	f.IntVar(&sf.gateway, "gateway", 0, "this gateway's index (overrides the config's fleetlimit.gateway)")
 	f.DurationVar(&sf.reload, "reload-interval", time.Second, "how often to check the config file for changes")
+	f.StringVar(&sf.tlsCert, "grpc-tls-cert", "", "PEM certificate: serve gRPC over TLS")
+	f.StringVar(&sf.tlsKey, "grpc-tls-key", "", "PEM private key of --grpc-tls-cert")
+	f.StringVar(&sf.tlsClientCA, "grpc-tls-client-ca", "", "PEM CA bundle: require client certificates it signed (mutual TLS)")
 	f.StringVar(&sf.logLevel, "log-level", "info", "debug, info, warn or error (debug includes the Redis client's own lines)")
 	f.StringVar(&sf.logFormat, "log-format", "text", "text or json")
 	f.DurationVar(&sf.drain, "drain-delay", time.Second, "on SIGTERM, how long to answer NOT_SERVING to health checks while still serving, before draining connections")
@@ -146,7 +190,7 @@ func serve(ctx context.Context, sf serveFlags, cfg *rls.Config, log *slog.Logger
 		lim.Close()
 		return runError{err}
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(sf.grpcOpts...)
 	svc.Register(gs)
 	go svc.WatchHealth(ctx, 100*time.Millisecond)
 	hs := svc.HTTPServer(rls.HTTPTimeouts{})
