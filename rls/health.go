@@ -46,6 +46,11 @@ func (s *Service) Register(gs *grpc.Server) {
 // WatchHealth keeps the gRPC health status in step with Health, checking
 // every interval until ctx ends.
 func (s *Service) WatchHealth(ctx context.Context, interval time.Duration) {
+	every(ctx, interval, s.updateHealth)
+}
+
+// every calls f every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, f func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -53,7 +58,7 @@ func (s *Service) WatchHealth(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.updateHealth()
+			f()
 		}
 	}
 }

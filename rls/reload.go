@@ -24,35 +24,32 @@ func Load(path string) (*Config, error) {
 // need a restart; the limits apply at once.
 func Watch(ctx context.Context, path string, s *Service, log *slog.Logger, interval time.Duration) {
 	var failed [32]byte // digest of the last file that did not parse
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		sum := sha256.Sum256(src)
-		if sum == s.Config().digest || sum == failed {
-			continue
-		}
-		cfg, err := Parse(path, bytes.NewReader(src))
-		if err != nil {
-			failed = sum
-			s.CountReload(false)
-			log.Error("fleetlimit: config reload failed; keeping the previous config", "error", err)
-			continue
-		}
-		if cfg.FileSettings != s.Config().FileSettings {
-			log.Warn("fleetlimit: the fleetlimit section changed; it takes effect at the next restart", "file", path)
-		}
-		cfg.Settings = s.Config().Settings
-		s.SetConfig(cfg)
-		s.CountReload(true)
-		log.Info("fleetlimit: config reloaded", "file", path, "domains", len(cfg.Domains()))
+	every(ctx, interval, func() { reload(path, s, log, &failed) })
+}
+
+// reload puts path's configuration in force if it changed and parses;
+// failed remembers the digest of the last file that did not.
+func reload(path string, s *Service, log *slog.Logger, failed *[32]byte) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return
 	}
+	sum := sha256.Sum256(src)
+	if sum == s.Config().digest || sum == *failed {
+		return
+	}
+	cfg, err := Parse(path, bytes.NewReader(src))
+	if err != nil {
+		*failed = sum
+		s.CountReload(false)
+		log.Error("fleetlimit: config reload failed; keeping the previous config", "error", err)
+		return
+	}
+	if cfg.FileSettings != s.Config().FileSettings {
+		log.Warn("fleetlimit: the fleetlimit section changed; it takes effect at the next restart", "file", path)
+	}
+	cfg.Settings = s.Config().Settings
+	s.SetConfig(cfg)
+	s.CountReload(true)
+	log.Info("fleetlimit: config reloaded", "file", path, "domains", len(cfg.Domains()))
 }
