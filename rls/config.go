@@ -373,6 +373,9 @@ func (p parser) descriptors(list *yaml.Node, parent *node, prefix string) error 
 		if key == "" {
 			return p.errf(d, "descriptor has empty key")
 		}
+		if i := strings.IndexByte(value, '*'); i >= 0 && i != len(value)-1 {
+			return p.errf(d, "value %q: fleetlimit matches '*' only at the end of a value; this limit would never apply", value)
+		}
 		final := key
 		if value != "" {
 			final += "_" + value

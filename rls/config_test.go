@@ -202,3 +202,12 @@ func TestSettingsAndKeysOutOfBounds(t *testing.T) {
 		}
 	}
 }
+
+// A wildcard fleetlimit cannot apply is refused at load, never silently
+// left unmatched.
+func TestInnerWildcardIsRefused(t *testing.T) {
+	_, err := Parse("f.yaml", strings.NewReader("domain: d\ndescriptors:\n  - key: path\n    value: /v1/*/items\n    rate_limit: {unit: minute, requests_per_unit: 5}\n"))
+	if err == nil || !strings.Contains(err.Error(), "f.yaml:3:") || !strings.Contains(err.Error(), "only at the end") {
+		t.Fatalf("error %v", err)
+	}
+}
