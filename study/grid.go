@@ -191,15 +191,47 @@ func ParseFilter(s string) (Filter, error) {
 				}
 				v = d.String()
 			}
-			if key == "design" {
-				if _, err := design.Lookup(v); err != nil {
-					return nil, fmt.Errorf("filter: %w", err)
-				}
+			if err := checkFilterValue(key, v); err != nil {
+				return nil, err
 			}
 			f[key] = append(f[key], v)
 		}
 	}
 	return f, nil
+}
+
+// checkFilterValue reports a value that no run could have under key, so
+// that a typo is named instead of selecting nothing.
+func checkFilterValue(key, v string) error {
+	switch key {
+	case "design":
+		if _, err := design.Lookup(v); err != nil {
+			return fmt.Errorf("filter: %w", err)
+		}
+	case "k", "limit", "seed":
+		if n, err := strconv.ParseUint(v, 10, 64); err != nil || n == 0 {
+			return fmt.Errorf("filter %s=%s: want a whole number of at least 1", key, v)
+		}
+	case "traffic":
+		if _, err := sim.ParseTraffic(v); err != nil && v != "steady" && v != "pageload" && v != "flood" {
+			return fmt.Errorf("filter traffic=%s: want a model (steady, pageload, flood) or a spec such as flood:100", v)
+		}
+	case "routing":
+		if _, err := sim.ParseRouting(v); err != nil {
+			return fmt.Errorf("filter: %w", err)
+		}
+	case "kind":
+		if _, err := window.ParseKind(v); err != nil {
+			return fmt.Errorf("filter: %w", err)
+		}
+	case "part":
+		switch v {
+		case PartHonest, PartFlood, PartBusy, PartFixed:
+		default:
+			return fmt.Errorf("filter part=%s: want %s, %s, %s or %s", v, PartHonest, PartFlood, PartBusy, PartFixed)
+		}
+	}
+	return nil
 }
 
 func (f Filter) matches(r Run) bool {

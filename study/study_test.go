@@ -174,3 +174,20 @@ func TestRebuild(t *testing.T) {
 		t.Error("Rebuild of an empty directory succeeded")
 	}
 }
+
+func TestFilterNamesMalformedValues(t *testing.T) {
+	for _, c := range []struct{ in, say string }{
+		{"k=abc", "filter k=abc: want a whole number"},
+		{"traffic=floood:3", "filter traffic=floood:3"},
+		{"part=honesty", "filter part=honesty"},
+		{"routing=random", `routing "random"`},
+		{"kind=tumbling", `window kind "tumbling"`},
+	} {
+		if _, err := ParseFilter(c.in); err == nil || !strings.Contains(err.Error(), c.say) {
+			t.Errorf("%s: %v, want an error saying %q", c.in, err, c.say)
+		}
+	}
+	if _, err := ParseFilter("traffic=flood part=busy k=8 routing=uneven kind=fixed seed=2"); err != nil {
+		t.Fatal(err)
+	}
+}
