@@ -272,6 +272,16 @@ func ExpectedRequests(p sim.Params) float64 {
 	return p.Traffic.Factor * float64(p.Limit) * float64(p.Duration) / float64(p.Window)
 }
 
+// runCost estimates a run's work: its requests, and its syncs (which the
+// lazy mode skips when idle, hence their smaller weight).
+func runCost(p sim.Params) float64 {
+	c := ExpectedRequests(p)
+	if p.Design != "central-log" {
+		c += float64(p.Gateways) * float64(p.Duration) / float64(p.Sync) * 0.2
+	}
+	return c
+}
+
 // costOrder returns the indexes of runs, the most expensive first, so that
 // parallel workers do not end on one long run.
 func costOrder(runs []Run) []int {
@@ -279,11 +289,7 @@ func costOrder(runs []Run) []int {
 	cost := make([]float64, len(runs))
 	for i, r := range runs {
 		idx[i] = i
-		p := r.Params
-		cost[i] = ExpectedRequests(p)
-		if p.Design != "central-log" { // syncs, which the lazy mode skips when idle
-			cost[i] += float64(p.Gateways) * float64(p.Duration) / float64(p.Sync) * 0.2
-		}
+		cost[i] = runCost(r.Params)
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return cost[idx[a]] > cost[idx[b]] })
 	return idx

@@ -22,7 +22,10 @@ type Row struct {
 // Options tune Execute.
 type Options struct {
 	Workers  int            // 0: one per core
-	Progress func(done int) // called after each finished run
+	// Progress is called after each finished run with the runs finished
+	// and the share of the expected work they make (runs' costs differ a
+	// thousandfold, so an estimate of the time left must use the share).
+	Progress func(done int, work float64)
 }
 
 // Execute runs the given runs in parallel and returns the finished ones in
@@ -34,7 +37,20 @@ func Execute(ctx context.Context, runs []Run, opt Options) (rows []Row, complete
 	for j, i := range order {
 		params[j] = runs[i].Params
 	}
-	out := sweep.Run(ctx, params, sweep.Options{Workers: opt.Workers, Progress: opt.Progress})
+	var progress func(done, index int)
+	if opt.Progress != nil {
+		costs, total := make([]float64, len(params)), 0.0
+		for j, p := range params {
+			costs[j] = runCost(p)
+			total += costs[j]
+		}
+		finished := 0.0
+		progress = func(done, j int) {
+			finished += costs[j]
+			opt.Progress(done, finished/total)
+		}
+	}
+	out := sweep.Run(ctx, params, sweep.Options{Workers: opt.Workers, Progress: progress})
 	byRun := make([]sweep.Outcome, len(runs))
 	for j, i := range order {
 		byRun[i] = out[j]

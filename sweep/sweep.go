@@ -26,8 +26,9 @@ type Options struct {
 	// Workers is the number of runs at once; 0 means one per core.
 	Workers int
 	// Progress, when set, is called after each finished run with the
-	// number finished, from the worker goroutines (serialised).
-	Progress func(done int)
+	// number finished and the index of the run that just finished, from
+	// the worker goroutines (serialised).
+	Progress func(done, index int)
 }
 
 // Run runs every params and returns their outcomes in the same order. When
@@ -58,7 +59,7 @@ func Run(ctx context.Context, params []sim.Params, opt Options) []Outcome {
 				if opt.Progress != nil {
 					mu.Lock()
 					done++
-					opt.Progress(done)
+					opt.Progress(done, i)
 					mu.Unlock()
 				}
 			}

@@ -51,7 +51,7 @@ func TestCancelKeepsFinished(t *testing.T) {
 	ps := grid(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	out := Run(ctx, ps, Options{Workers: 1, Progress: func(done int) {
+	out := Run(ctx, ps, Options{Workers: 1, Progress: func(done, _ int) {
 		n = done
 		if done == 5 {
 			cancel()

@@ -12,7 +12,9 @@ import (
 )
 
 // progress reports finished runs: a bar with an ETA on a terminal, a plain
-// line every few seconds otherwise.
+// line every few seconds otherwise. The bar and the estimate follow the
+// share of the expected work done, not the runs: their costs differ a
+// thousandfold.
 type progress struct {
 	total int
 	bar   *progressbar.ProgressBar
@@ -31,10 +33,9 @@ func isTerminal(w io.Writer) bool {
 func newProgress(w io.Writer, total int, label string) *progress {
 	p := &progress{total: total, w: w, start: time.Now(), last: time.Now(), every: 5 * time.Second}
 	if isTerminal(w) {
-		p.bar = progressbar.NewOptions(total,
+		p.bar = progressbar.NewOptions(workSteps,
 			progressbar.OptionSetWriter(w),
 			progressbar.OptionSetDescription(label),
-			progressbar.OptionShowCount(),
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionShowElapsedTimeOnFinish(),
 			progressbar.OptionThrottle(100*time.Millisecond),
@@ -44,10 +45,15 @@ func newProgress(w io.Writer, total int, label string) *progress {
 	return p
 }
 
-// done is called with the number of runs finished so far.
-func (p *progress) done(n int) {
+// workSteps is the bar's resolution over the expected work.
+const workSteps = 1000
+
+// done is called with the number of runs finished so far and the share of
+// the expected work they make.
+func (p *progress) done(n int, work float64) {
 	if p.bar != nil {
-		_ = p.bar.Set(n)
+		p.bar.Describe(fmt.Sprintf("study %d/%d runs", n, p.total))
+		_ = p.bar.Set(int(work * workSteps))
 		return
 	}
 	p.mu.Lock()
@@ -58,8 +64,8 @@ func (p *progress) done(n int) {
 	}
 	p.last = now
 	el := now.Sub(p.start)
-	eta := time.Duration(float64(el) / float64(n) * float64(p.total-n))
-	fmt.Fprintf(p.w, "%d/%d runs (%.0f%%), %s elapsed, about %s left\n", n, p.total, 100*float64(n)/float64(p.total),
+	eta := time.Duration(float64(el) / max(work, 1e-9) * (1 - work))
+	fmt.Fprintf(p.w, "%d/%d runs (%.0f%%) of the expected work done, %s elapsed, about %s left\n", n, p.total, 100*work,
 		el.Round(time.Second), eta.Round(time.Second))
 }
 
