@@ -21,7 +21,7 @@ type Row struct {
 
 // Options tune Execute.
 type Options struct {
-	Workers  int            // 0: one per core
+	Workers int // 0: one per core
 	// Progress is called after each finished run with the runs finished
 	// and the share of the expected work they make (runs' costs differ a
 	// thousandfold, so an estimate of the time left must use the share).
