@@ -146,7 +146,7 @@ func Quick() []Run {
 		case PartHonest:
 			p.Duration = 60 * time.Minute
 		case PartBusy:
-			if p.Routing == sim.Uneven || p.Sync != time.Second {
+			if p.Routing == sim.Even || p.Sync != time.Second { // the report's lease table reads uneven routing
 				continue
 			}
 			p.Duration = 10 * time.Minute
