@@ -1,6 +1,7 @@
 package study
 
 import (
+	"math"
 	"path/filepath"
 	"strconv"
 
@@ -63,7 +64,7 @@ func (c chart) draw(dir string) error {
 	}
 	if c.logY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = logTicks{}
 	}
 	if len(c.xticks) > 0 {
 		var ticks plot.ConstantTicks
@@ -112,4 +113,29 @@ func (c chart) draw(dir string) error {
 		}
 	}
 	return p.Save(7*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, c.file))
+}
+
+// logTicks labels a log axis at 1, 2 and 5 times each power of ten (only
+// the powers when the axis spans more than three decades), so that an axis
+// from 0.9 to 8 reads more than "1".
+type logTicks struct{}
+
+// Ticks returns the ticks between min and max.
+func (logTicks) Ticks(min, max float64) []plot.Tick {
+	if min <= 0 || max <= min {
+		return plot.LogTicks{Prec: -1}.Ticks(min, max)
+	}
+	steps := []float64{1, 2, 5}
+	if max/min > 1000 {
+		steps = []float64{1}
+	}
+	var ticks []plot.Tick
+	for dec := math.Pow(10, math.Floor(math.Log10(min))); dec <= max; dec *= 10 {
+		for _, m := range steps {
+			if v := m * dec; v >= min && v <= max {
+				ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+			}
+		}
+	}
+	return ticks
 }

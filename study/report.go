@@ -272,17 +272,17 @@ func (s section) fixed() {
 		row := []string{"flood:" + ff(m), "–", "–", "–", "–", "–"}
 		if okS {
 			row[1], row[3] = fmt.Sprintf("%.3f", sv.AdmittedX), fmt.Sprintf("%.3f", sv.WorstWindowX)
-			sl = append(sl, plotter.XY{X: m, Y: sv.AdmittedX})
+			sl = append(sl, plotter.XY{X: m, Y: sv.WorstWindowX})
 		}
 		if okF {
 			row[2], row[4], row[5] = fmt.Sprintf("%.3f", fv.AdmittedX), fmt.Sprintf("%.3f", fv.WorstWindowX), fmt.Sprintf("%.3f", fv.WorstFixedWindowX)
-			fx = append(fx, plotter.XY{X: m, Y: fv.AdmittedX})
+			fx = append(fx, plotter.XY{X: m, Y: fv.WorstWindowX})
 		}
 		tbl = append(tbl, row)
 	}
 	writeTable(s.b, head, tbl)
 	s.rep.addChart(s.b, "sliding against fixed", chart{file: "fixed_vs_sliding.png", title: fmt.Sprintf("shared-counter, K = %d, Δ = %v", refK, refSync),
-		xlabel: "flood rate M", ylabel: "admitted_x (x L)", logX: true, xticks: s.rates,
+		xlabel: "flood rate M", ylabel: "worst_window_x: most admitted in any W (x L)", logX: true, xticks: s.rates,
 		series: []series{{name: "sliding window", pts: sl, color: 0}, {name: "fixed window", pts: fx, color: 1}}})
 }
 
@@ -333,7 +333,11 @@ func floodLaw(t table) (*Fit, chart, string) {
 			x := lo * math.Pow(hi/lo, float64(j)/60)
 			law = append(law, plotter.XY{X: x, Y: lawShared(x, k)})
 		}
-		ch.series = append(ch.series, series{pts: law, line: true, color: i})
+		name := ""
+		if i == 0 { // one legend entry stands for every K's dashed curve
+			name = "law 1 + (K-1)(1 - e^(-x/(K-1))), dashed"
+		}
+		ch.series = append(ch.series, series{name: name, pts: law, line: true, color: i})
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "### admitted_x against x, the flood per sync interval (shared-counter, every K and Δ)\n\n")
