@@ -100,10 +100,7 @@ func (c *counter) Decide(now int64, n int) (Verdict, store.Query) {
 func (c *counter) Resume(now int64, n int, q store.Query, a store.Answer) Verdict { return Reject }
 
 func (c *counter) Fallback(now int64, n int) Verdict {
-	if c.local.allow(now, n) {
-		return Admit
-	}
-	return Reject
+	return c.local.allow(now, n)
 }
 
 func (c *counter) SyncPush(now int64) store.Push {
@@ -152,7 +149,7 @@ func (c *counter) PullsView() bool { return true }
 // fallback set it is the local quota's view.
 func (c *counter) View(now int64, fallback bool) (int, int64) {
 	if fallback {
-		return c.local.view(now, 0, 0, false)
+		return c.local.quotaView(now)
 	}
 	known, own := c.known(c.cfg.Window.Lo(now)), c.own(now)
 	left := c.cfg.Limit - known

@@ -131,10 +131,7 @@ func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict 
 // Fallback is the local quota; the slots held stay held for the next sync
 // to hand back.
 func (l *lease) Fallback(now int64, n int) Verdict {
-	if l.local.allow(now, n) {
-		return Admit
-	}
-	return Reject
+	return l.local.allow(now, n)
 }
 
 func (l *lease) SyncPush(now int64) store.Push {
@@ -221,7 +218,7 @@ func (l *lease) PullsView() bool { return false }
 // With fallback set it is the local quota's view.
 func (l *lease) View(now int64, fallback bool) (int, int64) {
 	if fallback {
-		return l.local.view(now, 0, 0, false)
+		return l.local.quotaView(now)
 	}
 	return l.grant, 0
 }

@@ -153,13 +153,17 @@ func (l *local) sinceSyncCount(now int64) int { return l.units(l.sinceSync(now))
 
 // allow is the local-quota rule: it admits and records n requests at now if
 // own admits in the window then number at most the quota.
-func (l *local) allow(now int64, n int) bool {
+func (l *local) allow(now int64, n int) Verdict {
 	if l.count(now)+n > l.quota {
-		return false
+		return Reject
 	}
 	l.add(now, n)
-	return true
+	return Admit
 }
+
+// quotaView is the local quota's view: what is left, and when the oldest own
+// admit that counts leaves the window.
+func (l *local) quotaView(now int64) (int, int64) { return l.view(now, 0, 0, false) }
 
 // oldest returns the oldest own admit that counts at now, and false when
 // none does.

@@ -26,10 +26,7 @@ func (s *split) Decide(now int64, n int) (Verdict, store.Query) {
 func (s *split) Resume(now int64, n int, q store.Query, a store.Answer) Verdict { return Reject }
 
 func (s *split) Fallback(now int64, n int) Verdict {
-	if s.local.allow(now, n) {
-		return Admit
-	}
-	return Reject
+	return s.local.allow(now, n)
 }
 
 func (s *split) SyncPush(now int64) store.Push {
@@ -53,5 +50,5 @@ func (s *split) PullsView() bool { return false }
 // View returns what is left of this gateway's quota and when its oldest
 // admit leaves the window; its rule and its fallback are one.
 func (s *split) View(now int64, fallback bool) (int, int64) {
-	return s.local.view(now, 0, 0, false)
+	return s.local.quotaView(now)
 }
