@@ -144,8 +144,7 @@ func (c *counter) Skip(n int) {}
 func (c *counter) PullsView() bool { return true }
 
 // View returns the admits left by this design's rule and the next time a
-// stamp it counts leaves the window (or, when it knows of none, the end of
-// its ageing horizon, by which a sync will have told it more). With
+// stamp it counts leaves the window (0 when it knows of none). With
 // fallback set it is the local quota's view.
 func (c *counter) View(now int64, fallback bool) (int, int64) {
 	if fallback {
@@ -169,7 +168,9 @@ func (c *counter) View(now int64, fallback bool) (int, int64) {
 	if i := c.local.sinceSync(now); i < len(c.local.stamps) {
 		oldest = min(oldest, c.local.stamps[i])
 	}
-	reset := c.syncAt + HorizonSyncs*int64(c.cfg.Sync)
+	// Knowing of no stamp that leaves before the ageing horizon says
+	// nothing of when one leaves after it: 0, the driver's latest bound.
+	var reset int64
 	if oldest != math.MaxInt64 {
 		reset = c.cfg.Window.Reset(now, oldest)
 	} else if known == 0 {

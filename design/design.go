@@ -126,6 +126,14 @@ type Info struct {
 	// when it has some to push (Lazy.QuietSyncs is 0). The simulator has
 	// no fallback, so it neither runs nor counts their syncs.
 	NoSync bool
+	// FixedWindow is true for designs that count in fixed windows only
+	// (central-counter): a driver refuses them a sliding window.
+	FixedWindow bool
+	// CheckOnly is true for designs whose Decide accepts a cost of 0: a
+	// check that counts nothing and answers whether the key is over its
+	// limit (central-counter asks the store). For the others a driver
+	// answers a check from View.
+	CheckOnly bool
 	// New builds the design for one gateway from a valid Config.
 	New func(Config) Gateway
 }

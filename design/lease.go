@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/fleetlimit/fleetlimit/store"
+	"github.com/fleetlimit/fleetlimit/window"
 )
 
 func init() {
@@ -47,9 +48,13 @@ type lease struct {
 	wait bool // lease-ask: the store had no room; do not ask before the next sync
 	// syncing is true between SyncPush and SyncPull. A sync settles all
 	// this gateway's slots at the store, so a grant made while one is in
-	// flight would be forgotten there: lease-ask does not ask meanwhile.
-	// (A driver that syncs atomically, like the simulator, never sees it.)
+	// flight would be forgotten there, and the push handed back every
+	// slot held: meanwhile a request the slots cannot cover goes to the
+	// store's central check instead, which logs it there. (A driver that
+	// syncs atomically, like the simulator, never sees it.)
 	syncing bool
+	count   int         // the store's count at the last pull or central answer
+	central *window.Log // admits the central check logged, for the fallback quota; nil until one
 }
 
 // MaxLeaseBuckets bounds the arrival counters a lease keeps per key.
@@ -111,13 +116,27 @@ func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 		l.local.add(now, n)
 		return Admit, store.Query{}
 	}
-	if !l.ask || l.wait || l.syncing {
+	if l.syncing {
+		return Ask, store.Query{Kind: store.QueryCentral, N: n}
+	}
+	if !l.ask || l.wait {
 		return Reject, store.Query{}
 	}
 	return Ask, store.Query{Kind: store.QueryGrant, N: max(n-l.grant, l.want())}
 }
 
 func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
+	if q.Kind == store.QueryCentral {
+		l.count = a.Count
+		if !a.Admit {
+			return Reject
+		}
+		if l.central == nil {
+			l.central = window.New(l.cfg.Window, l.local.quota)
+		}
+		l.central.Add(now, n)
+		return Admit
+	}
 	l.grant += a.Granted
 	if l.grant < n {
 		l.wait = true
@@ -128,10 +147,17 @@ func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict 
 	return Admit
 }
 
-// Fallback is the local quota; the slots held stay held for the next sync
-// to hand back.
+// Fallback is the local quota (over the central check's admits too); the
+// slots held stay held for the next sync to hand back.
 func (l *lease) Fallback(now int64, n int) Verdict {
-	return l.local.allow(now, n)
+	if l.central == nil {
+		return l.local.allow(now, n)
+	}
+	if l.central.Count(now)+l.local.count(now)+n > l.local.quota {
+		return Reject
+	}
+	l.local.add(now, n)
+	return Admit
 }
 
 func (l *lease) SyncPush(now int64) store.Push {
@@ -150,7 +176,7 @@ func (l *lease) SyncPush(now int64) store.Push {
 }
 
 func (l *lease) SyncPull(now int64, p store.Pull) {
-	l.grant = p.Granted
+	l.grant, l.count = p.Granted, p.Count
 	l.local.settle()
 	l.wait = false
 	l.syncing = false
@@ -214,11 +240,21 @@ func (l *lease) Skip(n int) {
 // PullsView is false: a lease's state is its own.
 func (l *lease) PullsView() bool { return false }
 
-// View returns the slots held; more come only with a sync or round trip.
-// With fallback set it is the local quota's view.
+// View returns the slots held for lease, for which more come only with a
+// sync. lease-ask, which asks the store when they run out, sees what the
+// store's last count left of the limit, less its own admits since, and at
+// least the slots it holds. With fallback set it is the local quota's view.
 func (l *lease) View(now int64, fallback bool) (int, int64) {
 	if fallback {
+		if l.central != nil {
+			used := l.central.Count(now)
+			oldest, ok := l.central.Oldest()
+			return l.local.view(now, used, oldest, ok)
+		}
 		return l.local.quotaView(now)
 	}
-	return l.grant, 0
+	if !l.ask {
+		return l.grant, 0
+	}
+	return max(l.grant, l.cfg.Limit-l.count-l.local.sinceSyncCount(now)), 0
 }

@@ -195,6 +195,9 @@ func New(cfg Config) (*Limiter, error) {
 	if err := l.designConfig(cfg.Limit, l.spec).Validate(); err != nil {
 		return nil, fmt.Errorf("limiter: %w", err)
 	}
+	if info.FixedWindow && cfg.WindowKind != window.Fixed {
+		return nil, fmt.Errorf("limiter: design %s counts in fixed windows only: set WindowKind to fixed", cfg.Design)
+	}
 	if l.cfg.Store == nil {
 		l.cfg.Store = memstore.New()
 	}
@@ -243,6 +246,38 @@ func (l *Limiter) AllowLimit(ctx context.Context, key string, lim Limit, n int) 
 		return Decision{}, fmt.Errorf("limiter: cost %d: must be at least 1", n)
 	}
 	return l.allow(ctx, key, lim, n), nil
+}
+
+// Now is the Limiter's clock, ns: the clock of Decision.At.
+func (l *Limiter) Now() int64 { return l.cfg.Now() }
+
+// Check answers whether key is over lim without counting anything, as a
+// request of cost 0 does in envoyproxy/ratelimit: Allowed is false only
+// when the key's count is already past its limit. A design that counts in
+// the store (central-counter) asks it; the others answer from what this
+// gateway knows, and a key this gateway has not seen is not created.
+func (l *Limiter) Check(ctx context.Context, key string, lim Limit) (Decision, error) {
+	if err := lim.validate(); err != nil {
+		return Decision{}, err
+	}
+	if l.info.CheckOnly {
+		return l.allow(ctx, key, lim, 0), nil
+	}
+	now := l.cfg.Now()
+	v, ok := l.keys.Load(key)
+	if !ok {
+		reset := now // sliding: nothing to free
+		if spec := (window.Spec{Size: lim.Window, Kind: l.spec.Kind}); spec.Kind == window.Fixed {
+			reset = spec.Lo(now) + int64(lim.Window)
+		}
+		return Decision{Allowed: true, Limit: lim.Requests, Remaining: lim.Requests, Reset: time.Duration(reset - now), At: now}, nil
+	}
+	e := v.(*entry)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rem, reset := e.gw.View(now, l.degraded.Load())
+	d := l.decision(e, true, rem, reset, now, l.degraded.Load())
+	return d, nil
 }
 
 // validate reports what is wrong with a per-key limit.
@@ -315,10 +350,16 @@ func (l *Limiter) fallback(e *entry, now int64, n int) Decision {
 	return l.decision(e, ok, rem, reset, now, true)
 }
 
+// decision is the Decision of a verdict and a view. When the view cannot
+// tell when budget frees (reset <= now), Reset is the latest it can be: the
+// end of a fixed window, or a whole sliding window from now, when every
+// admit counted now has left it. (It was once the next sync, which told
+// clients to retry long before anything could free.)
 func (l *Limiter) decision(e *entry, ok bool, rem int, reset, now int64, degraded bool) Decision {
 	if reset <= now {
-		if reset = l.nextSync.Load(); reset <= now {
-			reset = now
+		w := e.key.Window
+		if reset = now + int64(w.Size); w.Kind == window.Fixed {
+			reset = w.Lo(now) + int64(w.Size)
 		}
 	}
 	d := Decision{Allowed: ok, Limit: e.key.Limit, Remaining: rem, Reset: time.Duration(reset - now), Degraded: degraded, At: now}

@@ -13,11 +13,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+	"google.golang.org/protobuf/types/known/structpb"
 	"gopkg.in/yaml.v3"
 
 	"github.com/fleetlimit/fleetlimit/design"
@@ -83,6 +86,12 @@ type RateLimit struct {
 	Replaces        []string
 	ShadowMode      bool
 	DetailedMetric  bool
+	// QuotaMode makes the limit a quota: over it, the request is over the
+	// limit only when every quota limit of the request is.
+	QuotaMode bool
+	// Metadata is the descriptor's metadata, returned in the response's
+	// dynamic metadata when the request passes it (RESPONSE_DYNAMIC_METADATA).
+	Metadata *structpb.Struct
 	// FullKey names the limit in metrics: domain.key_value.key...
 	FullKey string
 }
@@ -90,23 +99,92 @@ type RateLimit struct {
 // node is one level of a domain's descriptor tree.
 type node struct {
 	children  map[string]*node // by "key" or "key_value"
-	wildcards []string         // children keys ending in "*", in file order
+	wildcards []wildcard       // children keys holding '*', in file order
 	limit     *RateLimit
+	// valueToMetric puts the request's value into the metric name.
+	valueToMetric bool
+	// shareThreshold: every value matching this wildcard child shares one
+	// counter, named by the pattern.
+	shareThreshold bool
+}
+
+// wildcard is a child key with '*' in its value, split at each '*': each
+// '*' matches any run of characters, the empty one included.
+type wildcard struct {
+	key   string
+	parts []string
+}
+
+// matches reports whether kv ("key_value") matches the pattern.
+func (w wildcard) matches(kv string) bool {
+	p := w.parts
+	first, last := p[0], p[len(p)-1]
+	if len(kv) < len(first)+len(last) || !strings.HasPrefix(kv, first) || !strings.HasSuffix(kv, last) {
+		return false
+	}
+	mid := kv[len(first) : len(kv)-len(last)]
+	for _, part := range p[1 : len(p)-1] {
+		i := strings.Index(mid, part)
+		if i < 0 {
+			return false
+		}
+		mid = mid[i+len(part):]
+	}
+	return true
 }
 
 // Settings are fleetlimit's own settings, from the optional top-level
-// "fleetlimit" section (envoyproxy/ratelimit files work without it).
+// "fleetlimit" section (envoyproxy/ratelimit files work without it), which
+// flags and environment variables override (see cmd/fleetlimit serve).
 type Settings struct {
-	Design          string        `yaml:"design"`      // default shared-counter
-	WindowKind      window.Kind   `yaml:"window_kind"` // fixed (default), as envoyproxy/ratelimit, or sliding
-	Sync            time.Duration `yaml:"sync"`        // default 1s
-	Gateways        int           `yaml:"gateways"`    // K, default 1
-	Gateway         int           `yaml:"gateway"`     // this process's index
-	Timeout         time.Duration `yaml:"timeout"`     // store timeout, default 50ms
-	FailClosed      bool          `yaml:"fail_closed"`
-	ResponseHeaders bool          `yaml:"response_headers"` // add RateLimit-* headers to responses
-	NearRatio       float64       `yaml:"near_ratio"`       // "near" metric threshold, default 0.8
+	Design     string        `yaml:"design"`      // default shared-counter
+	WindowKind window.Kind   `yaml:"window_kind"` // fixed (default), as envoyproxy/ratelimit, or sliding
+	Sync       time.Duration `yaml:"sync"`        // default 1s
+	Gateways   int           `yaml:"gateways"`    // K, default 1
+	Gateway    int           `yaml:"gateway"`     // this process's index
+	Timeout    time.Duration `yaml:"timeout"`     // store timeout, default 50ms
+	FailClosed bool          `yaml:"fail_closed"`
+	// ResponseHeaders adds rate limit headers to responses
+	// (LIMIT_RESPONSE_HEADERS_ENABLED), in the Headers style.
+	ResponseHeaders bool        `yaml:"response_headers"`
+	Headers         HeaderStyle `yaml:"headers"` // draft (default) or legacy
+	// The legacy style's header names (LIMIT_LIMIT_HEADER,
+	// LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER); default
+	// RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset.
+	LimitHeader     string  `yaml:"limit_header"`
+	RemainingHeader string  `yaml:"remaining_header"`
+	ResetHeader     string  `yaml:"reset_header"`
+	NearRatio       float64 `yaml:"near_ratio"` // "near" metric threshold, default 0.8 (NEAR_LIMIT_RATIO)
+	// ShadowMode answers OK to every request, counting as usual
+	// (SHADOW_MODE).
+	ShadowMode bool `yaml:"shadow_mode"`
+	// QuotaMode makes every limit a quota (QUOTA_MODE).
+	QuotaMode bool `yaml:"quota_mode"`
+	// DynamicMetadata returns the request and the passed limits' metadata
+	// in the response's dynamic metadata (RESPONSE_DYNAMIC_METADATA).
+	DynamicMetadata bool `yaml:"response_dynamic_metadata"`
+	// StopIncrement, with central-counter, does not count a request
+	// against its other limits when one of them would go over
+	// (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT).
+	StopIncrement bool `yaml:"stop_increment_over_limit"`
+	// CacheKeyPrefix starts central-counter's Redis keys, as
+	// envoyproxy/ratelimit's CACHE_KEY_PREFIX.
+	CacheKeyPrefix string `yaml:"cache_key_prefix"`
 }
+
+// HeaderStyle is the form of the rate limit response headers.
+type HeaderStyle string
+
+// The header styles.
+const (
+	// HeadersDraft: RateLimit-Policy and RateLimit, as structured fields of
+	// the IETF httpapi draft (-07 onwards), e.g. `"name";q=100;w=60` and
+	// `"name";r=50;t=30`.
+	HeadersDraft HeaderStyle = "draft"
+	// HeadersLegacy: the trio RateLimit-Limit, RateLimit-Remaining and
+	// RateLimit-Reset (draft -06 and envoyproxy/ratelimit), names settable.
+	HeadersLegacy HeaderStyle = "legacy"
+)
 
 // Limiter is the limiter configuration these settings ask for, on store st
 // (nil: the embedded store): the one place the service's settings become
@@ -207,7 +285,7 @@ func (e *ConfigError) Error() string {
 
 var validKeys = map[string]bool{"domain": true, "key": true, "value": true, "descriptors": true, "rate_limit": true,
 	"unit": true, "requests_per_unit": true, "unlimited": true, "shadow_mode": true, "name": true, "replaces": true,
-	"detailed_metric": true}
+	"detailed_metric": true, "quota_mode": true, "value_to_metric": true, "share_threshold": true, "metadata": true}
 
 // Parse reads a configuration: one YAML document per domain (documents
 // separated by ---), in envoyproxy/ratelimit's format, and at most one
@@ -217,79 +295,125 @@ func Parse(name string, r io.Reader) (*Config, error) {
 	if err != nil {
 		return nil, &ConfigError{File: name, Msg: err.Error()}
 	}
-	c := &Config{Source: name, domains: map[string]*node{}, digest: sha256.Sum256(src)}
-	c.Settings = Settings{Design: "shared-counter", WindowKind: window.Fixed, Sync: time.Second, Gateways: 1,
-		Timeout: 50 * time.Millisecond, NearRatio: 0.8}
-	dec := yaml.NewDecoder(bytes.NewReader(src))
-	docs, seenSettings := 0, false
+	return ParseFiles([]File{{Name: name, Src: src}}, false)
+}
+
+// File is one configuration file's name and contents.
+type File struct {
+	Name string
+	Src  []byte
+}
+
+// ParseFiles reads several files as one configuration, as
+// envoyproxy/ratelimit loads a config directory: a domain given in two
+// files is an error, unless merge is set (MERGE_DOMAIN_CONFIG), when the
+// later file's descriptors join the domain's. At most one file may have a
+// fleetlimit section.
+func ParseFiles(files []File, merge bool) (*Config, error) {
+	names := make([]string, len(files))
+	h := sha256.New()
+	for i, f := range files {
+		names[i] = f.Name
+		fmt.Fprintf(h, "%d:%s:%d:", len(f.Name), f.Name, len(f.Src))
+		h.Write(f.Src)
+	}
+	c := &Config{Source: strings.Join(names, ", "), domains: map[string]*node{}}
+	h.Sum(c.digest[:0])
+	c.Settings = DefaultSettings()
+	b := builder{c: c, merge: merge}
+	for _, f := range files {
+		if err := b.file(f); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.domains) == 0 {
+		return nil, &ConfigError{File: c.Source, Msg: "no domain configured"}
+	}
+	c.FileSettings = c.Settings
+	return c, c.Settings.validate(b.settingsFile)
+}
+
+// builder puts files together into one Config.
+type builder struct {
+	c            *Config
+	merge        bool
+	settingsFile string // the file with the fleetlimit section
+}
+
+// file adds one file's documents.
+func (b *builder) file(f File) error {
+	name := f.Name
+	dec := yaml.NewDecoder(bytes.NewReader(f.Src))
 	for {
 		var doc yaml.Node
 		err := dec.Decode(&doc)
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, yamlError(name, err)
+			return yamlError(name, err)
 		}
 		if len(doc.Content) == 0 {
 			continue
 		}
-		root := doc.Content[0]
-		if root.Kind != yaml.MappingNode {
-			return nil, &ConfigError{name, root.Line, "a config document must be a mapping with a domain and descriptors"}
+		if err := b.document(name, doc.Content[0]); err != nil {
+			return err
 		}
-		if err := noDuplicateKeys(name, root); err != nil {
-			return nil, err
-		}
-		p := parser{file: name}
-		var domain string
-		var descs *yaml.Node
-		domainLine := root.Line
-		for i := 0; i+1 < len(root.Content); i += 2 {
-			k, v := root.Content[i], root.Content[i+1]
-			switch k.Value {
-			case "domain":
-				if v.Kind != yaml.ScalarNode {
-					return nil, &ConfigError{name, v.Line, "domain must be a string"}
-				}
-				domain, domainLine = v.Value, v.Line
-			case "descriptors":
-				descs = v
-			case "fleetlimit":
-				if seenSettings {
-					return nil, &ConfigError{name, k.Line, "more than one fleetlimit section"}
-				}
-				seenSettings = true
-				if err := p.settings(v, &c.Settings); err != nil {
-					return nil, err
-				}
-			default:
-				return nil, &ConfigError{name, k.Line, fmt.Sprintf("unknown key %q (want domain, descriptors or fleetlimit)", k.Value)}
-			}
-		}
-		if domain == "" {
-			if descs == nil && seenSettings {
-				continue // a document with only the fleetlimit section
-			}
-			return nil, &ConfigError{name, domainLine, "config file cannot have empty domain"}
-		}
-		if _, dup := c.domains[domain]; dup {
-			return nil, &ConfigError{name, domainLine, fmt.Sprintf("duplicate domain %q", domain)}
-		}
-		root2 := &node{children: map[string]*node{}}
-		if descs != nil {
-			if err := p.descriptors(descs, root2, domain+"."); err != nil {
-				return nil, err
-			}
-		}
-		c.domains[domain] = root2
-		docs++
 	}
-	if docs == 0 {
-		return nil, &ConfigError{File: name, Msg: "no domain configured"}
+}
+
+// document adds one YAML document: a domain, a fleetlimit section, or both.
+func (b *builder) document(name string, root *yaml.Node) error {
+	if root.Kind != yaml.MappingNode {
+		return &ConfigError{name, root.Line, "a config document must be a mapping with a domain and descriptors"}
 	}
-	c.FileSettings = c.Settings
-	return c, c.Settings.validate(name)
+	if err := noDuplicateKeys(name, root); err != nil {
+		return err
+	}
+	p := parser{file: name}
+	var domain string
+	var descs *yaml.Node
+	domainLine, settings := root.Line, false
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		switch k.Value {
+		case "domain":
+			if v.Kind != yaml.ScalarNode {
+				return &ConfigError{name, v.Line, "domain must be a string"}
+			}
+			domain, domainLine = v.Value, v.Line
+		case "descriptors":
+			descs = v
+		case "fleetlimit":
+			if b.settingsFile != "" {
+				return &ConfigError{name, k.Line, "more than one fleetlimit section (the first is in " + b.settingsFile + ")"}
+			}
+			b.settingsFile, settings = name, true
+			if err := p.settings(v, &b.c.Settings); err != nil {
+				return err
+			}
+		default:
+			return &ConfigError{name, k.Line, fmt.Sprintf("unknown key %q (want domain, descriptors or fleetlimit)", k.Value)}
+		}
+	}
+	if domain == "" {
+		if descs == nil && settings {
+			return nil // a document with only the fleetlimit section
+		}
+		return &ConfigError{name, domainLine, "config file cannot have empty domain"}
+	}
+	root2 := b.c.domains[domain]
+	switch {
+	case root2 != nil && !b.merge:
+		return &ConfigError{name, domainLine, fmt.Sprintf("duplicate domain '%s' in config file", domain)}
+	case root2 == nil:
+		root2 = &node{children: map[string]*node{}}
+		b.c.domains[domain] = root2
+	}
+	if descs != nil {
+		return p.descriptors(descs, root2, domain+".")
+	}
+	return nil
 }
 
 // noDuplicateKeys refuses a mapping, at any depth, that gives one key
@@ -342,8 +466,8 @@ func (p parser) descriptors(list *yaml.Node, parent *node, prefix string) error 
 			return p.errf(d, "a descriptor must be a mapping with a key")
 		}
 		var key, value string
-		var rl, children *yaml.Node
-		var shadow, detailed bool
+		var rl, children, meta *yaml.Node
+		var shadow, detailed, quota, toMetric, share bool
 		for i := 0; i+1 < len(d.Content); i += 2 {
 			k, v := d.Content[i], d.Content[i+1]
 			if !validKeys[k.Value] {
@@ -363,6 +487,14 @@ func (p parser) descriptors(list *yaml.Node, parent *node, prefix string) error 
 				shadow, err = p.boolean(v)
 			case "detailed_metric":
 				detailed, err = p.boolean(v)
+			case "quota_mode":
+				quota, err = p.boolean(v)
+			case "value_to_metric":
+				toMetric, err = p.boolean(v)
+			case "share_threshold":
+				share, err = p.boolean(v)
+			case "metadata":
+				meta = v
 			default:
 				return p.errf(k, "key %q does not belong in a descriptor", k.Value)
 			}
@@ -373,9 +505,6 @@ func (p parser) descriptors(list *yaml.Node, parent *node, prefix string) error 
 		if key == "" {
 			return p.errf(d, "descriptor has empty key")
 		}
-		if i := strings.IndexByte(value, '*'); i >= 0 && i != len(value)-1 {
-			return p.errf(d, "value %q: fleetlimit matches '*' only at the end of a value; this limit would never apply", value)
-		}
 		final := key
 		if value != "" {
 			final += "_" + value
@@ -383,13 +512,19 @@ func (p parser) descriptors(list *yaml.Node, parent *node, prefix string) error 
 		if _, dup := parent.children[final]; dup {
 			return p.errf(d, "duplicate descriptor composite key '%s%s'", prefix, final)
 		}
-		n := &node{children: map[string]*node{}}
+		if share && !strings.Contains(final, "*") {
+			return p.errf(d, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", final)
+		}
+		n := &node{children: map[string]*node{}, valueToMetric: toMetric, shareThreshold: share}
 		if rl != nil {
 			lim, err := p.rateLimit(rl)
 			if err != nil {
 				return err
 			}
-			lim.ShadowMode, lim.DetailedMetric, lim.FullKey = shadow, detailed, prefix+final
+			lim.ShadowMode, lim.DetailedMetric, lim.QuotaMode, lim.FullKey = shadow, detailed, quota, prefix+final
+			if lim.Metadata, err = p.metadata(meta); err != nil {
+				return err
+			}
 			n.limit = lim
 		}
 		if children != nil {
@@ -398,8 +533,8 @@ func (p parser) descriptors(list *yaml.Node, parent *node, prefix string) error 
 			}
 		}
 		parent.children[final] = n
-		if strings.HasSuffix(final, "*") {
-			parent.wildcards = append(parent.wildcards, final)
+		if strings.Contains(final, "*") {
+			parent.wildcards = append(parent.wildcards, wildcard{key: final, parts: strings.Split(final, "*")})
 		}
 	}
 	return nil
@@ -478,6 +613,26 @@ func (p parser) rateLimit(m *yaml.Node) (*RateLimit, error) {
 	return lim, nil
 }
 
+// metadata converts a descriptor's metadata mapping (nil: none) to the
+// Struct that the response's dynamic metadata carries.
+func (p parser) metadata(v *yaml.Node) (*structpb.Struct, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := v.Decode(&m); err != nil {
+		return nil, p.errf(v, "metadata must be a mapping: %v", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	st, err := structpb.NewStruct(m)
+	if err != nil {
+		return nil, p.errf(v, "error parsing metadata: %v", err)
+	}
+	return st, nil
+}
+
 func (p parser) str(v *yaml.Node) (string, error) {
 	if v.Kind != yaml.ScalarNode {
 		return "", p.errf(v, "want a string")
@@ -497,8 +652,11 @@ func (p parser) settings(v *yaml.Node, s *Settings) error {
 	if v.Kind != yaml.MappingNode {
 		return p.errf(v, "fleetlimit must be a mapping")
 	}
-	known := map[string]bool{"design": true, "window_kind": true, "sync": true, "gateways": true, "gateway": true,
-		"timeout": true, "fail_closed": true, "response_headers": true, "near_ratio": true}
+	known := map[string]bool{}
+	t := reflect.TypeFor[Settings]()
+	for i := range t.NumField() {
+		known[t.Field(i).Tag.Get("yaml")] = true
+	}
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		if !known[v.Content[i].Value] {
 			return p.errf(v.Content[i], "unknown fleetlimit setting %q", v.Content[i].Value)
@@ -508,6 +666,12 @@ func (p parser) settings(v *yaml.Node, s *Settings) error {
 		return &ConfigError{p.file, v.Line, "fleetlimit settings: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	return nil
+}
+
+// DefaultSettings are the settings of a configuration that sets none.
+func DefaultSettings() Settings {
+	return Settings{Design: "shared-counter", WindowKind: window.Fixed, Sync: time.Second, Gateways: 1,
+		Timeout: 50 * time.Millisecond, NearRatio: 0.8, Headers: HeadersDraft}
 }
 
 func (s Settings) validate(file string) error {
@@ -529,6 +693,19 @@ func (s Settings) validate(file string) error {
 		return bad(fmt.Sprintf("timeout %v: want a positive duration of at most %v", s.Timeout, MaxTimeout))
 	case s.NearRatio <= 0 || s.NearRatio > 1:
 		return bad("near_ratio must be in (0, 1]")
+	case s.Headers != HeadersDraft && s.Headers != HeadersLegacy:
+		return bad(fmt.Sprintf("headers %q: want draft or legacy", s.Headers))
+	case s.StopIncrement && s.Design != "central-counter":
+		return bad("stop_increment_over_limit (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT) applies to design central-counter only: " +
+			"fleetlimit's other designs never count a rejected request against the limit that rejected it, and do count it against its other limits")
+	}
+	if info, _ := design.Lookup(s.Design); info.FixedWindow && s.WindowKind != window.Fixed {
+		return bad(fmt.Sprintf("design %s counts in fixed windows only: window_kind must be fixed", s.Design))
+	}
+	for _, h := range []string{s.LimitHeader, s.RemainingHeader, s.ResetHeader} {
+		if h != "" && !httpguts.ValidHeaderFieldName(h) {
+			return bad(fmt.Sprintf("header name %q is not a valid HTTP field name", h))
+		}
 	}
 	return nil
 }
@@ -537,40 +714,107 @@ func (s Settings) validate(file string) error {
 type Entry struct{ Key, Value string }
 
 // Lookup finds the limit for a descriptor's entries in domain, by the rules
-// of envoyproxy/ratelimit: at each level the exact key_value, then a
-// wildcard value ending in "*" that prefixes it, then the key alone (any
-// value); a limit applies only at the descriptor's last entry. nil means no
-// limit.
+// of envoyproxy/ratelimit: at each level the exact key_value, then the
+// first wildcard value (in file order) that matches it, '*' standing for
+// any run of characters, then the key alone (any value); a limit applies
+// only at the descriptor's last entry. nil means no limit.
 func (c *Config) Lookup(domain string, entries []Entry) *RateLimit {
+	return c.match(domain, entries).limit
+}
+
+// match is a descriptor's limit and what it is counted and measured by.
+type match struct {
+	limit *RateLimit
+	// metric names the limit in metrics: FullKey, or with detailed_metric
+	// or value_to_metric the request's own path.
+	metric string
+	// shared[i], when not "", is the wildcard value that entry i counts
+	// under (share_threshold): every value matching it shares one count.
+	shared []string
+}
+
+// match finds the limit of entries in domain (see Lookup) and its names.
+func (c *Config) match(domain string, entries []Entry) match {
+	var m match
 	n := c.domains[domain]
 	if n == nil {
-		return nil
+		return m
 	}
-	var lim *RateLimit
+	var detailed, toMetric strings.Builder
+	detailed.WriteString(domain)
+	toMetric.WriteString(domain)
 	for i, e := range entries {
 		kv := e.Key + "_" + e.Value
-		next := n.children[kv]
+		detailed.WriteString("." + kv)
+		next, viaWildcard, byValue := n.children[kv], "", true
 		if next == nil {
 			for _, w := range n.wildcards {
-				if strings.HasPrefix(kv, strings.TrimSuffix(w, "*")) {
-					next = n.children[w]
+				if w.matches(kv) {
+					next, viaWildcard = n.children[w.key], w.key
 					break
 				}
 			}
 		}
 		if next == nil {
-			next = n.children[e.Key]
+			next, byValue = n.children[e.Key], false
 		}
 		if next == nil {
-			return nil
+			toMetric.WriteString("." + e.Key)
+			break
+		}
+		value := ""
+		switch {
+		case viaWildcard != "" && next.shareThreshold:
+			value = strings.TrimPrefix(viaWildcard, e.Key+"_")
+			if m.shared == nil {
+				m.shared = make([]string, len(entries))
+			}
+			m.shared[i] = value
+		case viaWildcard != "" && !next.valueToMetric:
+			value = strings.TrimPrefix(viaWildcard, e.Key+"_")
+		case byValue || next.valueToMetric:
+			value = e.Value
+		}
+		toMetric.WriteString("." + e.Key)
+		if value != "" {
+			toMetric.WriteString("_" + value)
 		}
 		if next.limit != nil && i == len(entries)-1 {
-			lim = next.limit
+			m.limit = next.limit
 		}
 		if len(next.children) == 0 {
 			break
 		}
 		n = next
 	}
-	return lim
+	if m.limit == nil {
+		return match{}
+	}
+	m.metric = m.limit.FullKey
+	switch {
+	case m.limit.DetailedMetric && m.shared != nil:
+		m.metric = sharedName(domain, entries, m.shared)
+	case m.limit.DetailedMetric:
+		m.metric = detailed.String()
+	case toMetric.String() != m.limit.FullKey:
+		m.metric = toMetric.String()
+	}
+	return m
+}
+
+// sharedName is domain and every entry's key_value, the shared ones under
+// their wildcard value.
+func sharedName(domain string, entries []Entry, shared []string) string {
+	var b strings.Builder
+	b.WriteString(domain)
+	for i, e := range entries {
+		b.WriteString("." + e.Key)
+		switch {
+		case shared[i] != "":
+			b.WriteString("_" + shared[i])
+		case e.Value != "":
+			b.WriteString("_" + e.Value)
+		}
+	}
+	return b.String()
 }

@@ -151,7 +151,7 @@ func TestMalformed(t *testing.T) {
 		{"domain: d\ndescriptors:\n\t- key: a\n", "test.yaml:3: invalid YAML"},
 		{"domain: d\nfleetlimit:\n  design: magic\n", `test.yaml: fleetlimit settings: unknown design "magic"`},
 		{"domain: d\nfleetlimit:\n  colour: red\n", `test.yaml:3: unknown fleetlimit setting "colour"`},
-		{"domain: d\n---\ndomain: d\n", `test.yaml:3: duplicate domain "d"`},
+		{"domain: d\n---\ndomain: d\n", `test.yaml:3: duplicate domain 'd' in config file`},
 		{"", "test.yaml: no domain configured"},
 	} {
 		_, err := Parse("test.yaml", strings.NewReader(tc.src))
@@ -203,11 +203,41 @@ func TestSettingsAndKeysOutOfBounds(t *testing.T) {
 	}
 }
 
-// A wildcard fleetlimit cannot apply is refused at load, never silently
-// left unmatched.
-func TestInnerWildcardIsRefused(t *testing.T) {
-	_, err := Parse("f.yaml", strings.NewReader("domain: d\ndescriptors:\n  - key: path\n    value: /v1/*/items\n    rate_limit: {unit: minute, requests_per_unit: 5}\n"))
-	if err == nil || !strings.Contains(err.Error(), "f.yaml:3:") || !strings.Contains(err.Error(), "only at the end") {
-		t.Fatalf("error %v", err)
+// '*' matches any run of characters anywhere in a value, several times,
+// as upstream's #1085 does; the first matching pattern in file order wins.
+func TestWildcardsAnywhere(t *testing.T) {
+	c, err := Parse("f.yaml", strings.NewReader(`domain: d
+descriptors:
+  - key: path
+    value: /v1/*/items
+    rate_limit: {unit: minute, requests_per_unit: 5}
+  - key: path
+    value: /v2/*/x/*
+    rate_limit: {unit: minute, requests_per_unit: 6}
+  - key: path
+    value: "*.pdf"
+    rate_limit: {unit: minute, requests_per_unit: 7}
+  - key: path
+    value: /v2/*
+    rate_limit: {unit: minute, requests_per_unit: 8}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path string
+		want uint32 // 0: no limit
+	}{
+		{"/v1/a/items", 5}, {"/v1//items", 5}, {"/v1/a/b/items", 5}, {"/v1/a/items/", 0}, {"/v1/items", 0},
+		{"/v2/a/x/b", 6}, {"/v2/a/x/", 6}, {"/v2/a/y", 8}, {"/docs/a.pdf", 7}, {".pdf", 7}, {"/v2/a.pdf", 7},
+	} {
+		lim := c.Lookup("d", []Entry{{"path", tc.path}})
+		got := uint32(0)
+		if lim != nil {
+			got = lim.RequestsPerUnit
+		}
+		if got != tc.want {
+			t.Errorf("%s: limit %d, want %d", tc.path, got, tc.want)
+		}
 	}
 }

@@ -2,27 +2,20 @@ package rls
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/fleetlimit/fleetlimit/limiter"
 )
@@ -137,179 +130,6 @@ func (s *Service) SetConfig(c *Config) { s.cfg.Store(c) }
 // CountReload records a reload's result in the metrics.
 func (s *Service) CountReload(ok bool) {
 	s.reloads.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc()
-}
-
-// ShouldRateLimit decides every descriptor of the request; the request is
-// over the limit when any descriptor not in shadow mode is.
-func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
-	s.requests.Inc()
-	defer s.observe(time.Now())
-	if req.GetDomain() == "" {
-		return nil, status.Error(codes.InvalidArgument, "rate limit domain must not be empty")
-	}
-	if len(req.GetDescriptors()) == 0 {
-		return nil, status.Error(codes.InvalidArgument, "rate limit descriptor list must not be empty")
-	}
-	cfg := s.cfg.Load()
-	descs, err := resolve(cfg, req)
-	if err != nil {
-		return nil, err
-	}
-	resp := &pb.RateLimitResponse{OverallCode: pb.RateLimitResponse_OK, Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(descs))}
-	var tightest *pb.RateLimitResponse_DescriptorStatus
-	for i, d := range descs {
-		st, counted, err := s.decideDescriptor(ctx, cfg, req, i, d)
-		if err != nil {
-			return nil, err
-		}
-		resp.Statuses[i] = st
-		if st.Code == pb.RateLimitResponse_OVER_LIMIT {
-			resp.OverallCode = pb.RateLimitResponse_OVER_LIMIT
-		}
-		if counted && (tightest == nil || st.LimitRemaining < tightest.LimitRemaining) {
-			tightest = st
-		}
-	}
-	if cfg.Settings.ResponseHeaders && tightest != nil {
-		resp.ResponseHeadersToAdd = rateLimitHeaders(tightest)
-	}
-	return resp, nil
-}
-
-// observe records the time since start in the decision latency histogram.
-func (s *Service) observe(start time.Time) { s.latency.Observe(time.Since(start).Seconds()) }
-
-// descriptor is one request descriptor resolved against the configuration.
-type descriptor struct {
-	limit     *RateLimit // nil: no limit applies
-	counter   string     // its counter: the domain and every key and value
-	lastValue string     // the value of its last entry
-}
-
-// resolve finds the limit of every descriptor of req (its override, or the
-// configured one) and drops the limits that another one replaces.
-func resolve(cfg *Config, req *pb.RateLimitRequest) ([]descriptor, error) {
-	domain := req.GetDomain()
-	descs := make([]descriptor, len(req.Descriptors))
-	replaced := map[string]bool{}
-	for i, d := range req.Descriptors {
-		entries := make([]Entry, len(d.GetEntries()))
-		for j, e := range d.GetEntries() {
-			entries[j] = Entry{e.GetKey(), e.GetValue()}
-		}
-		key := descKey(entries)
-		descs[i].counter = domain + "." + key
-		if len(entries) > 0 {
-			descs[i].lastValue = entries[len(entries)-1].Value
-		}
-		if o := d.GetLimit(); o != nil {
-			u := Unit(o.GetUnit())
-			if u.Duration() == 0 {
-				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override with unknown unit %d", i, o.GetUnit())
-			}
-			// An override names no configured limit: its metric label must
-			// not carry the request's values (API keys, unbounded).
-			descs[i].limit = &RateLimit{RequestsPerUnit: o.GetRequestsPerUnit(), Unit: u, FullKey: domainLabel(cfg, domain) + ".override"}
-		} else {
-			descs[i].limit = cfg.Lookup(domain, entries)
-		}
-		if descs[i].limit != nil {
-			for _, r := range descs[i].limit.Replaces {
-				replaced[r] = true
-			}
-		}
-	}
-	for i, d := range descs {
-		if d.limit != nil && d.limit.Name != "" && replaced[d.limit.Name] {
-			descs[i].limit = nil
-		}
-	}
-	return descs, nil
-}
-
-// decideDescriptor decides descriptor i of req and counts its outcome; counted
-// is false when no limit was counted (none applies, or it is unlimited).
-func (s *Service) decideDescriptor(ctx context.Context, cfg *Config, req *pb.RateLimitRequest, i int, d descriptor) (*pb.RateLimitResponse_DescriptorStatus, bool, error) {
-	st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
-	lim := d.limit
-	if lim == nil {
-		return st, false, nil
-	}
-	if lim.Unlimited {
-		st.LimitRemaining = math.MaxUint32
-		return st, false, nil
-	}
-	st.CurrentLimit = &pb.RateLimitResponse_RateLimit{RequestsPerUnit: lim.RequestsPerUnit,
-		Unit: pb.RateLimitResponse_RateLimit_Unit(lim.Unit), Name: lim.Name}
-	hits := uint64(req.GetHitsAddend())
-	if h := req.Descriptors[i].GetHitsAddend(); h != nil {
-		hits = h.GetValue()
-	}
-	if hits == 0 {
-		hits = 1
-	}
-	over, remaining, reset, err := s.count(ctx, d.counter, lim, hits)
-	if err != nil {
-		return nil, false, status.Errorf(codes.Internal, "descriptor %d: %v", i, err)
-	}
-	st.LimitRemaining = uint32(remaining)
-	st.DurationUntilReset = durationpb.New(reset)
-	outcome := "within"
-	switch {
-	case over && lim.ShadowMode:
-		outcome = "shadow"
-	case over:
-		outcome = "over"
-		st.Code = pb.RateLimitResponse_OVER_LIMIT
-	case float64(uint64(lim.RequestsPerUnit)-uint64(remaining)) >= cfg.Settings.NearRatio*float64(lim.RequestsPerUnit):
-		outcome = "near"
-	}
-	s.decided.WithLabelValues(domainLabel(cfg, req.GetDomain()), outcome).Inc()
-	name := lim.FullKey
-	if lim.DetailedMetric && d.lastValue != "" && !strings.HasSuffix(name, "_"+d.lastValue) {
-		name = s.detailed.label(name+"_"+d.lastValue, name+"_other")
-	}
-	s.perLimit.WithLabelValues(name, outcome).Inc()
-	return st, true, nil
-}
-
-// rateLimitHeaders are the RateLimit-* response headers of a status.
-func rateLimitHeaders(st *pb.RateLimitResponse_DescriptorStatus) []*corev3.HeaderValue {
-	reset := int64(math.Ceil(st.GetDurationUntilReset().AsDuration().Seconds()))
-	return []*corev3.HeaderValue{
-		{Key: "RateLimit-Limit", Value: strconv.FormatUint(uint64(st.CurrentLimit.GetRequestsPerUnit()), 10)},
-		{Key: "RateLimit-Remaining", Value: strconv.FormatUint(uint64(st.LimitRemaining), 10)},
-		{Key: "RateLimit-Reset", Value: strconv.FormatInt(reset, 10)},
-	}
-}
-
-// count counts hits against the counter of one request descriptor (its
-// domain and every key and value, as envoyproxy/ratelimit keys its cache)
-// under lim.
-func (s *Service) count(ctx context.Context, counter string, lim *RateLimit, hits uint64) (over bool, remaining int, reset time.Duration, err error) {
-	if lim.RequestsPerUnit == 0 {
-		return true, 0, lim.Unit.Duration(), nil
-	}
-	if hits > math.MaxInt32 {
-		hits = math.MaxInt32
-	}
-	key := counter + "|" + lim.Unit.String() // not the limit: a changed limit keeps the count
-	d, err := s.lim.AllowLimit(ctx, key, limiter.Limit{Requests: int(lim.RequestsPerUnit), Window: lim.Unit.Duration()}, int(hits))
-	return !d.Allowed, d.Remaining, d.Reset, err
-}
-
-func descKey(entries []Entry) string {
-	var b strings.Builder
-	for i, e := range entries {
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(e.Key)
-		if e.Value != "" {
-			b.WriteString("_" + e.Value)
-		}
-	}
-	return b.String()
 }
 
 // HTTPTimeouts bound every HTTP connection in time, so that a slow or idle

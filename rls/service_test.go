@@ -2,6 +2,7 @@ package rls
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -124,7 +125,9 @@ func TestShouldRateLimit(t *testing.T) {
 	for _, h := range r.ResponseHeadersToAdd {
 		hd[h.Key] = h.Value
 	}
-	if hd["RateLimit-Limit"] != "3" || hd["RateLimit-Remaining"] != "0" || hd["RateLimit-Reset"] == "" {
+	// The draft's structured fields by default; t is the fixed window's end.
+	reset := r.Statuses[0].DurationUntilReset.AsDuration()
+	if hd["RateLimit-Policy"] != `"per-user";q=3;w=60` || hd["RateLimit"] != fmt.Sprintf(`"per-user";r=0;t=%d`, int(reset.Seconds())) || len(hd) != 2 {
 		t.Fatalf("headers %v", hd)
 	}
 }

@@ -64,10 +64,13 @@ const (
 
 // Validate reports the first thing wrong with p, saying what is allowed.
 func (p Params) Validate() error {
-	if _, err := design.Lookup(p.Design); err != nil {
+	info, err := design.Lookup(p.Design)
+	if err != nil {
 		return err
 	}
 	switch {
+	case info.FixedWindow && p.WindowKind != window.Fixed:
+		return fmt.Errorf("design %s counts in fixed windows only: give --window-kind fixed", p.Design)
 	case p.Gateways < 1 || p.Gateways > 4096:
 		return fmt.Errorf("gateways %d: must be between 1 and 4096", p.Gateways)
 	case p.Sync <= 0:

@@ -76,6 +76,12 @@ const (
 	QueryCentral QueryKind = iota + 1
 	// QueryGrant asks for N more lease slots.
 	QueryGrant
+	// QueryCounter adds N to the key's counter for the fixed window that
+	// holds the query's time (N = 0 only reads it) and returns the count
+	// afterwards. Every request counts, within the limit or not, and
+	// nothing else reads or writes the counter: it is envoyproxy/ratelimit's
+	// algorithm, and on Redis its key layout (see redisstore).
+	QueryCounter
 )
 
 // Query is a store operation a decision waits on: a design returns it when
@@ -89,7 +95,7 @@ type Query struct {
 // Answer is the store's reply to a Query.
 type Answer struct {
 	Admit   bool // QueryCentral: the store admitted and logged the requests
-	Count   int  // QueryCentral: the store's count in the window afterwards
+	Count   int  // QueryCentral, QueryCounter: the store's count in the window afterwards
 	Granted int  // QueryGrant: slots granted
 }
 
@@ -127,7 +133,8 @@ type Backend interface {
 	// central check admits and logs q.N requests if the window then holds
 	// at most the limit (outstanding lease slots counting as used) and
 	// returns the count afterwards; a grant gives up to q.N more lease
-	// slots, as many as the limit allows.
+	// slots, as many as the limit allows; a counter query adds q.N to the
+	// key's fixed-window counter and returns it.
 	Ask(ctx context.Context, now int64, key Key, gw int, q Query) (Answer, error)
 }
 

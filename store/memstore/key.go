@@ -37,6 +37,10 @@ type Key struct {
 	applied  []uint64 // per gateway: sequence number of the last admit applied
 	epoch    []uint64 // per gateway: the epoch applied belongs to
 
+	// the fixed-window counter of QueryCounter: the start of its window
+	// and its count there
+	ctrStart, ctr int64
+
 	tail []entry // scratch for merges
 	exp  []int64 // scratch for Pull.Expiring
 	expN []int   // scratch for Pull.ExpiringCounts
@@ -240,8 +244,31 @@ func (k *Key) Answer(now int64, gw int, q store.Query) store.Answer {
 		return store.Answer{Admit: ok, Count: count}
 	case store.QueryGrant:
 		return store.Answer{Granted: k.Grant(now, gw, q.N)}
+	case store.QueryCounter:
+		return store.Answer{Count: k.Counter(now, q.N)}
 	}
 	return store.Answer{}
+}
+
+// Counter adds n to the key's counter for the fixed window that holds now
+// (n = 0 reads it) and returns the count afterwards. The counter counts
+// every request, within the limit or not; nothing else touches it.
+func (k *Key) Counter(now int64, n int) int {
+	if now < k.now {
+		now = k.now
+	}
+	k.now = now
+	if lo := (window.Spec{Size: k.spec.Size, Kind: window.Fixed}).Lo(now); lo != k.ctrStart {
+		k.ctrStart, k.ctr = lo, 0
+	}
+	k.ctr += int64(n)
+	return int(k.ctr)
+}
+
+// idle reports whether the key holds nothing at now: no admit in the
+// window, no outstanding slot, no count in the current counter window.
+func (k *Key) idle(now int64) bool {
+	return k.Count(now) == 0 && k.outTotal == 0 && (k.ctr == 0 || now >= k.ctrStart+int64(k.spec.Size))
 }
 
 // Grant is a lease round trip: it grants gateway gw up to n more slots at

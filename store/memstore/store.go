@@ -30,7 +30,7 @@ func (s *Store) key(k store.Key) *Key {
 		if key != nil {
 			nk.log = append(nk.log, key.log[key.head:]...)
 			nk.own, nk.out, nk.applied, nk.epoch, nk.outTotal, nk.now = key.own, key.out, key.applied, key.epoch, key.outTotal, key.now
-			nk.count = key.count
+			nk.count, nk.ctrStart, nk.ctr = key.count, key.ctrStart, key.ctr
 		}
 		key = nk
 		s.keys[k.Name] = key
@@ -46,7 +46,7 @@ func (s *Store) gc(now int64) {
 	}
 	s.ops = 0
 	for name, k := range s.keys {
-		if k.Count(now) == 0 && k.outTotal == 0 {
+		if k.idle(now) {
 			delete(s.keys, name)
 		}
 	}

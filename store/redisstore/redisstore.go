@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fleetlimit/fleetlimit/store"
+	"github.com/fleetlimit/fleetlimit/window"
 )
 
 // Store is a store.Backend on Redis. It is safe for concurrent use.
@@ -280,6 +281,9 @@ var errExpired = fmt.Errorf("redisstore: the call reached Redis after its deadli
 // Ask answers a query for one key, one round trip: the central check or a
 // lease grant.
 func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store.Query) (store.Answer, error) {
+	if q.Kind == store.QueryCounter {
+		return s.counter(ctx, now, k, q.N)
+	}
 	var deadline int64 // µs on the wall clock; 0: none
 	if d, ok := ctx.Deadline(); ok {
 		deadline = d.UnixMicro()
@@ -306,6 +310,40 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 		return store.Answer{Granted: int(g)}, err
 	}
 	return store.Answer{}, fmt.Errorf("redisstore: unknown query kind %d", q.Kind)
+}
+
+// CounterKey is the Redis key of name's fixed-window counter for the
+// window holding now: name followed by the window's start in Unix seconds,
+// with no prefix and no hash tag. It is envoyproxy/ratelimit's layout when
+// name is its cache key prefix, domain and "key_value_" entries, so that
+// both count one key in one place.
+func CounterKey(name string, now int64, k store.Key) string {
+	lo := (window.Spec{Size: k.Window.Size, Kind: window.Fixed}).Lo(now)
+	return name + strconv.FormatInt(floorDiv(lo, 1e9), 10)
+}
+
+// counter is QueryCounter as envoyproxy/ratelimit runs it: INCRBY and
+// EXPIRE (the window's length) in one pipeline, one round trip.
+func (s *Store) counter(ctx context.Context, now int64, k store.Key, n int) (store.Answer, error) {
+	key := CounterKey(k.Name, now, k)
+	var incr *redis.IntCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		incr = p.IncrBy(ctx, key, int64(n))
+		p.Expire(ctx, key, k.Window.Size)
+		return nil
+	})
+	if err != nil {
+		return store.Answer{}, err
+	}
+	return store.Answer{Count: int(incr.Val())}, nil
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }
 
 func run(ctx context.Context, s *Store, sc *redis.Script, name string, args []any) *redis.Cmd {

@@ -1,0 +1,93 @@
+package design
+
+import (
+	"github.com/fleetlimit/fleetlimit/store"
+	"github.com/fleetlimit/fleetlimit/window"
+)
+
+func init() {
+	register(Info{
+		Name:        "central-counter",
+		Summary:     "envoyproxy/ratelimit's algorithm: every request adds to a store counter per fixed window, rejected ones too",
+		NoSync:      true,
+		FixedWindow: true,
+		CheckOnly:   true,
+		New:         newCentralCounter,
+	})
+}
+
+// centralCounter decides nothing: every request adds its cost to the
+// store's counter of the current fixed window (QueryCounter) and is admitted
+// when the counter is then at most the limit. A rejected request still
+// counts, as in envoyproxy/ratelimit, so that a fleet of both shares one
+// count; a request of cost 0 only reads the counter. Its fallback is the
+// local quota over its own fallback admits, which it never pushes: the
+// store's counter has no place for them.
+type centralCounter struct {
+	limit  int
+	spec   window.Spec
+	count  int // the counter at the last answer
+	at     int64
+	quota  int
+	backup *window.Log // the fallback's admits
+}
+
+func newCentralCounter(c Config) Gateway {
+	quota := (c.Limit + c.Gateways - 1) / c.Gateways
+	spec := window.Spec{Size: c.Window.Size, Kind: window.Fixed}
+	return &centralCounter{limit: c.Limit, spec: spec, quota: quota, backup: window.New(spec, quota)}
+}
+
+// Decide asks the store to add n (n = 0: to read the counter).
+func (c *centralCounter) Decide(now int64, n int) (Verdict, store.Query) {
+	return Ask, store.Query{Kind: store.QueryCounter, N: n}
+}
+
+// Resume admits when the counter, this request included, is within the
+// limit.
+func (c *centralCounter) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
+	c.count, c.at = a.Count, now
+	if a.Count <= c.limit {
+		return Admit
+	}
+	return Reject
+}
+
+// Fallback is the local quota over the fallback's own admits.
+func (c *centralCounter) Fallback(now int64, n int) Verdict {
+	if c.backup.Count(now)+n > c.quota {
+		return Reject
+	}
+	c.backup.Add(now, n)
+	return Admit
+}
+
+// SyncPush pushes nothing: the counter is the store's alone.
+func (c *centralCounter) SyncPush(now int64) store.Push { return store.Push{} }
+
+// SyncPull ignores the pull.
+func (c *centralCounter) SyncPull(now int64, p store.Pull) {}
+
+func (c *centralCounter) Held() int { return 0 }
+
+// QuietSyncs: central-counter never needs a sync.
+func (c *centralCounter) QuietSyncs() int { return Forever }
+
+// Skip does nothing: central-counter keeps no sync state.
+func (c *centralCounter) Skip(n int) {}
+
+// PullsView is false: the view is the store's last answer.
+func (c *centralCounter) PullsView() bool { return false }
+
+// View is what the store's last answer left of the limit in its window,
+// which ends the counter's window (a later window starts from 0).
+func (c *centralCounter) View(now int64, fallback bool) (int, int64) {
+	end := c.spec.Lo(now) + int64(c.spec.Size)
+	if fallback {
+		return max(c.quota-c.backup.Count(now), 0), end
+	}
+	if c.spec.Lo(c.at) != c.spec.Lo(now) {
+		return c.limit, end
+	}
+	return max(c.limit-c.count, 0), end
+}

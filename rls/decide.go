@@ -1,0 +1,336 @@
+package rls
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/fleetlimit/fleetlimit/limiter"
+	"github.com/fleetlimit/fleetlimit/window"
+)
+
+// ShouldRateLimit decides every descriptor of the request, as
+// envoyproxy/ratelimit does: the request is over the limit when a
+// descriptor that is neither in shadow mode nor a quota is over, or when
+// every quota descriptor is.
+func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	s.requests.Inc()
+	defer s.observe(time.Now())
+	if req.GetDomain() == "" {
+		return nil, status.Error(codes.InvalidArgument, "rate limit domain must not be empty")
+	}
+	if len(req.GetDescriptors()) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "rate limit descriptor list must not be empty")
+	}
+	cfg := s.cfg.Load()
+	descs, err := resolve(cfg, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.countAll(ctx, cfg, req, descs); err != nil {
+		return nil, err
+	}
+	return s.respond(cfg, req, descs), nil
+}
+
+// observe records the time since start in the decision latency histogram.
+func (s *Service) observe(start time.Time) { s.latency.Observe(time.Since(start).Seconds()) }
+
+// descriptor is one request descriptor resolved against the configuration,
+// and once counted, its answer.
+type descriptor struct {
+	limit   *RateLimit // nil: no limit applies
+	metric  string     // the limit's name in metrics
+	counter string     // its counter (see counterKey)
+	hits    uint64     // what the request adds (0: check only)
+	status  *pb.RateLimitResponse_DescriptorStatus
+	over    bool // over the limit, whether shadow or quota or not
+}
+
+// resolve finds the limit of every descriptor of req (its override, or the
+// configured one) and drops the limits that another one replaces.
+func resolve(cfg *Config, req *pb.RateLimitRequest) ([]descriptor, error) {
+	domain := req.GetDomain()
+	descs := make([]descriptor, len(req.Descriptors))
+	replaced := map[string]bool{}
+	for i, d := range req.Descriptors {
+		entries := make([]Entry, len(d.GetEntries()))
+		for j, e := range d.GetEntries() {
+			entries[j] = Entry{e.GetKey(), e.GetValue()}
+		}
+		descs[i].hits = max(uint64(req.GetHitsAddend()), 1)
+		if h := d.GetHitsAddend(); h != nil {
+			descs[i].hits = h.GetValue() // 0 is a check that counts nothing
+		}
+		var m match
+		if o := d.GetLimit(); o != nil {
+			u := Unit(o.GetUnit())
+			if u.Duration() == 0 {
+				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override with unknown unit %d", i, o.GetUnit())
+			}
+			// An override names no configured limit: its metric label must
+			// not carry the request's values (API keys, unbounded).
+			name := domainLabel(cfg, domain) + ".override"
+			m = match{limit: &RateLimit{RequestsPerUnit: o.GetRequestsPerUnit(), Unit: u, FullKey: name}, metric: name}
+		} else {
+			m = cfg.match(domain, entries)
+		}
+		descs[i].limit, descs[i].metric = m.limit, m.metric
+		descs[i].counter = counterKey(cfg.Settings, domain, entries, m.shared)
+		if m.limit != nil {
+			for _, r := range m.limit.Replaces {
+				replaced[r] = true
+			}
+		}
+	}
+	for i, d := range descs {
+		if d.limit != nil && d.limit.Name != "" && replaced[d.limit.Name] {
+			descs[i].limit = nil
+		}
+	}
+	return descs, nil
+}
+
+// counterKey names a descriptor's counter: its domain and every key and
+// value (the shared ones under their wildcard value), as
+// envoyproxy/ratelimit keys its cache. central-counter uses upstream's
+// exact layout, the prefix and "domain_key_value_..._" to which the store
+// adds the window's start; the other designs "domain.key_value.key...".
+func counterKey(set Settings, domain string, entries []Entry, shared []string) string {
+	var b strings.Builder
+	upstream := set.Design == "central-counter"
+	if upstream {
+		b.WriteString(set.CacheKeyPrefix + domain + "_")
+	} else {
+		b.WriteString(domain + ".")
+	}
+	for i, e := range entries {
+		v := e.Value
+		if shared != nil && shared[i] != "" {
+			v = shared[i]
+		}
+		switch {
+		case upstream:
+			b.WriteString(e.Key + "_" + v + "_")
+		case i > 0:
+			b.WriteByte('.')
+			fallthrough
+		default:
+			b.WriteString(e.Key)
+			if v != "" {
+				b.WriteString("_" + v)
+			}
+		}
+	}
+	return b.String()
+}
+
+// countAll counts every limited descriptor. With StopIncrement (central-
+// counter only), it first reads every counter and, if some descriptor
+// would go over, counts the request only against those that would, as
+// envoyproxy/ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT does.
+func (s *Service) countAll(ctx context.Context, cfg *Config, req *pb.RateLimitRequest, descs []descriptor) error {
+	var wouldOver []bool
+	if cfg.Settings.StopIncrement {
+		wouldOver = make([]bool, len(descs))
+		anyOver := false
+		for i, d := range descs {
+			if d.limit == nil || d.limit.Unlimited {
+				continue
+			}
+			dec, err := s.count(ctx, d, 0)
+			if err != nil {
+				return status.Errorf(codes.Internal, "descriptor %d: %v", i, err)
+			}
+			used := uint64(d.limit.RequestsPerUnit) - uint64(dec.Remaining)
+			if !dec.Allowed || used+d.hits > uint64(d.limit.RequestsPerUnit) {
+				wouldOver[i], anyOver = true, true
+			}
+		}
+		if !anyOver {
+			wouldOver = nil
+		}
+	}
+	for i := range descs {
+		d := &descs[i]
+		if d.limit == nil || d.limit.Unlimited {
+			continue
+		}
+		add := d.hits
+		if wouldOver != nil && !wouldOver[i] {
+			add = 0
+		}
+		dec, err := s.count(ctx, *d, add)
+		if err != nil {
+			return status.Errorf(codes.Internal, "descriptor %d: %v", i, err)
+		}
+		s.setStatus(cfg, req, d, dec, add)
+	}
+	return nil
+}
+
+// count counts add hits against d's counter (0: checks only).
+func (s *Service) count(ctx context.Context, d descriptor, add uint64) (limiter.Decision, error) {
+	lim := d.limit
+	if lim.RequestsPerUnit == 0 {
+		return limiter.Decision{Allowed: false, At: s.lim.Now()}, nil
+	}
+	key := d.counter + "|" + lim.Unit.String() // not the limit: a changed limit keeps the count
+	if s.cfg.Load().Settings.Design == "central-counter" {
+		key = d.counter // upstream's layout; the store adds the window
+	}
+	l := limiter.Limit{Requests: int(lim.RequestsPerUnit), Window: lim.Unit.Duration()}
+	if add == 0 {
+		return s.lim.Check(ctx, key, l)
+	}
+	return s.lim.AllowLimit(ctx, key, l, int(min(add, math.MaxInt32)))
+}
+
+// setStatus fills d's status from its decision and counts its outcome.
+func (s *Service) setStatus(cfg *Config, req *pb.RateLimitRequest, d *descriptor, dec limiter.Decision, add uint64) {
+	lim := d.limit
+	st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK,
+		CurrentLimit: &pb.RateLimitResponse_RateLimit{RequestsPerUnit: lim.RequestsPerUnit,
+			Unit: pb.RateLimitResponse_RateLimit_Unit(lim.Unit), Name: lim.Name},
+		DurationUntilReset: durationpb.New(untilReset(cfg.Settings.WindowKind, lim.Unit, dec))}
+	d.over = !dec.Allowed
+	outcome := "within"
+	switch {
+	case d.over && lim.ShadowMode:
+		outcome = "shadow"
+	case d.over:
+		outcome = "over"
+		st.Code = pb.RateLimitResponse_OVER_LIMIT
+	default:
+		st.LimitRemaining = uint32(max(dec.Remaining, 0))
+		if float64(uint64(lim.RequestsPerUnit)-uint64(st.LimitRemaining)) >= cfg.Settings.NearRatio*float64(lim.RequestsPerUnit) {
+			outcome = "near"
+		}
+	}
+	d.status = st
+	s.decided.WithLabelValues(domainLabel(cfg, req.GetDomain()), outcome).Inc()
+	name := d.metric
+	if name != lim.FullKey {
+		name = s.detailed.label(name, lim.FullKey+"_other")
+	}
+	s.perLimit.WithLabelValues(name, outcome).Inc()
+}
+
+// untilReset is a descriptor's duration_until_reset: for a fixed window
+// its end, in whole seconds of Unix time as envoyproxy/ratelimit says it
+// (a minute's window at 12.3 s says 48 s); for a sliding one the time
+// until this gateway's view frees budget.
+func untilReset(kind window.Kind, u Unit, dec limiter.Decision) time.Duration {
+	if kind != window.Fixed {
+		return dec.Reset
+	}
+	div := int64(u.Duration() / time.Second)
+	sec := dec.At / int64(time.Second)
+	return time.Duration(div-sec%div) * time.Second
+}
+
+// respond assembles the response of counted descriptors.
+func (s *Service) respond(cfg *Config, req *pb.RateLimitRequest, descs []descriptor) *pb.RateLimitResponse {
+	set := cfg.Settings
+	resp := &pb.RateLimitResponse{OverallCode: pb.RateLimitResponse_OK, Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(descs))}
+	var tightest *pb.RateLimitResponse_DescriptorStatus
+	overRate, quotas, overQuotas := false, 0, 0
+	var passed []*RateLimit
+	for i, d := range descs {
+		switch {
+		case d.limit == nil:
+			resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
+			continue
+		case d.limit.Unlimited:
+			resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}
+			continue
+		}
+		st := d.status
+		resp.Statuses[i] = st
+		if tightest == nil || st.LimitRemaining < tightest.LimitRemaining {
+			tightest = st
+		}
+		quota := set.QuotaMode || d.limit.QuotaMode
+		if quota {
+			quotas++
+		}
+		switch {
+		case st.Code != pb.RateLimitResponse_OVER_LIMIT:
+			passed = append(passed, d.limit)
+		case quota:
+			overQuotas++
+		default:
+			overRate, tightest = true, st
+		}
+	}
+	if overRate || (quotas > 0 && quotas == overQuotas) {
+		resp.OverallCode = pb.RateLimitResponse_OVER_LIMIT
+	}
+	if set.ShadowMode {
+		resp.OverallCode = pb.RateLimitResponse_OK
+	}
+	if set.ResponseHeaders && tightest != nil {
+		resp.ResponseHeadersToAdd = rateLimitHeaders(set, tightest)
+	}
+	if set.DynamicMetadata {
+		resp.DynamicMetadata = dynamicMetadata(req, passed)
+	}
+	return resp
+}
+
+// rateLimitHeaders are the response headers of the tightest status, in
+// the configured style.
+func rateLimitHeaders(set Settings, st *pb.RateLimitResponse_DescriptorStatus) []*corev3.HeaderValue {
+	limit := uint64(st.CurrentLimit.GetRequestsPerUnit())
+	reset := int64(math.Ceil(st.GetDurationUntilReset().AsDuration().Seconds()))
+	if set.Headers == HeadersLegacy {
+		return []*corev3.HeaderValue{
+			{Key: cmpOr(set.LimitHeader, "RateLimit-Limit"), Value: strconv.FormatUint(limit, 10)},
+			{Key: cmpOr(set.RemainingHeader, "RateLimit-Remaining"), Value: strconv.FormatUint(uint64(st.LimitRemaining), 10)},
+			{Key: cmpOr(set.ResetHeader, "RateLimit-Reset"), Value: strconv.FormatInt(reset, 10)},
+		}
+	}
+	name := PolicyName(st.CurrentLimit.GetName())
+	window := int64(Unit(st.CurrentLimit.GetUnit()).Duration() / time.Second)
+	return []*corev3.HeaderValue{
+		{Key: "RateLimit-Policy", Value: name + ";q=" + strconv.FormatUint(limit, 10) + ";w=" + strconv.FormatInt(window, 10)},
+		{Key: "RateLimit", Value: name + ";r=" + strconv.FormatUint(uint64(st.LimitRemaining), 10) + ";t=" + strconv.FormatInt(reset, 10)},
+	}
+}
+
+// PolicyName is a limit's name as a structured-field string for the
+// draft's headers: "default" when it has none, characters outside
+// printable ASCII dropped, quotes and backslashes escaped.
+func PolicyName(name string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range name {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r >= 0x20 && r < 0x7f:
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 1 {
+		b.WriteString("default")
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
