@@ -8,7 +8,6 @@ package rls
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -277,6 +276,9 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
+	if e.File == "" {
+		return e.Msg
+	}
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	}
@@ -311,14 +313,10 @@ type File struct {
 // fleetlimit section.
 func ParseFiles(files []File, merge bool) (*Config, error) {
 	names := make([]string, len(files))
-	h := sha256.New()
 	for i, f := range files {
 		names[i] = f.Name
-		fmt.Fprintf(h, "%d:%s:%d:", len(f.Name), f.Name, len(f.Src))
-		h.Write(f.Src)
 	}
-	c := &Config{Source: strings.Join(names, ", "), domains: map[string]*node{}}
-	h.Sum(c.digest[:0])
+	c := &Config{Source: strings.Join(names, ", "), domains: map[string]*node{}, digest: digest(files)}
 	c.Settings = DefaultSettings()
 	b := builder{c: c, merge: merge}
 	for _, f := range files {
@@ -673,6 +671,9 @@ func DefaultSettings() Settings {
 	return Settings{Design: "shared-counter", WindowKind: window.Fixed, Sync: time.Second, Gateways: 1,
 		Timeout: 50 * time.Millisecond, NearRatio: 0.8, Headers: HeadersDraft}
 }
+
+// Validate reports the first thing wrong with the settings.
+func (s Settings) Validate() error { return s.validate("") }
 
 func (s Settings) validate(file string) error {
 	bad := func(msg string) error { return &ConfigError{File: file, Msg: "fleetlimit settings: " + msg} }

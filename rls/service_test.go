@@ -254,7 +254,7 @@ func TestReloadKeepsServingAndRejectsBadFiles(t *testing.T) {
 	svc := NewService(cfg, lim)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go Watch(ctx, path, svc, slog.New(slog.NewTextHandler(io.Discard, nil)), 10*time.Millisecond)
+	go Watch(ctx, Source{Path: path}, svc, slog.New(slog.NewTextHandler(io.Discard, nil)), 10*time.Millisecond)
 	limitNow := func() uint32 {
 		r, err := svc.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "d", Descriptors: []*rlv3.RateLimitDescriptor{desc("k", "v")}})
 		if err != nil {

@@ -12,27 +12,59 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/fleetlimit/fleetlimit/limiter"
 	"github.com/fleetlimit/fleetlimit/rls"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
+	"github.com/fleetlimit/fleetlimit/window"
 )
 
 // serveFlags are serve's command line.
 type serveFlags struct {
-	config, grpcAddr, httpAddr, redisAddr string
-	gateways, gateway                     int
-	reload, drain                         time.Duration
-	logLevel, logFormat                   string
-	tlsCert, tlsKey, tlsClientCA          string
-	grpcOpts                              []grpc.ServerOption
+	config                              string
+	runtimeRoot, runtimeSub, runtimeApp string
+	ignoreDot, merge                    bool
+	grpcAddr, grpcUDS, httpAddr         string
+	metricsAddr, metricsPath            string
+	grpcMaxAge, grpcMaxAgeGrace         time.Duration
+	redis                               redisFlags
+	gateways, gateway                   int
+	set                                 settingFlags
+	reload, drain                       time.Duration
+	logLevel, logFormat                 string
+	tlsCert, tlsKey, tlsClientCA        string
+	grpcOpts                            []grpc.ServerOption
+}
+
+// redisFlags say how to reach Redis.
+type redisFlags struct {
+	addr, typ, socket string
+	tls, skipVerify   bool
+	ca, cert, key     string
+	pool              int
+	dialTimeout       time.Duration
+}
+
+// settingFlags are fleetlimit's settings as flags, over the file's.
+type settingFlags struct {
+	design, windowKind, headers            string
+	limitHeader, remainingHeader, resetHdr string
+	cachePrefix                            string
+	sync, timeout                          time.Duration
+	nearRatio                              float64
+	failClosed, responseHeaders, shadow    bool
+	quota, metadata, stopIncrement         bool
 }
 
 // grpcCredentials are the gRPC server's transport credentials: TLS with
@@ -91,39 +123,45 @@ func newServeCmd() *cobra.Command {
 		Short: "Run an Envoy-compatible rate limit service",
 		Long: `serve answers envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit on
 --grpc-addr, and POST /json, GET /healthcheck and GET /metrics on --http-addr,
-with limits from an envoyproxy/ratelimit YAML file. The file is reloaded when
-it changes; a file that does not parse keeps the previous limits in force.
+with limits from envoyproxy/ratelimit YAML: one --config file or directory, or
+the directory --runtime-root/--runtime-subdirectory/--runtime-appdirectory as
+upstream lays it out. The files are reloaded when they change; a configuration
+that does not load keeps the previous limits in force.
 
 Without --redis the limits are kept in the embedded store of this process.
 With --redis, several serve processes share one Redis and act as the K
 gateways of one fleet: give each a distinct --gateway index in [0, --gateways).
 
-fleetlimit's own settings go in an optional top-level "fleetlimit" section of
-the file (design, window_kind, sync, gateways, gateway, timeout, fail_closed,
-response_headers, near_ratio); see docs/serve.md.`,
+Every setting is a flag, an environment variable and, for fleetlimit's own,
+a key of the file's optional "fleetlimit" section, in that order of
+precedence. envoyproxy/ratelimit's variables (REDIS_URL, REDIS_AUTH,
+RUNTIME_ROOT, PORT, GRPC_PORT, LOG_LEVEL, ...) keep their meanings; one whose
+feature fleetlimit lacks is refused by name. See docs/serve.md.`,
 		Example: `  fleetlimit serve --config examples/ratelimit.yaml
-  fleetlimit serve --config limits.yaml --redis 127.0.0.1:6379 --gateways 3 --gateway 0`,
+  fleetlimit serve --config limits.yaml --redis 127.0.0.1:6379 --gateways 3 --gateway 0
+  RUNTIME_ROOT=/data RUNTIME_SUBDIRECTORY=ratelimit REDIS_URL=redis:6379 fleetlimit serve`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if sf.config == "" {
-				return usagef("--config FILE is required")
-			}
-			cfg, err := rls.Load(sf.config)
+			notes, err := applyEnv(cmd.Flags(), lookupEnv)
 			if err != nil {
 				return usageError{err}
 			}
-			set := &cfg.Settings
-			if cmd.Flags().Changed("gateways") {
-				set.Gateways = sf.gateways
-			}
-			if cmd.Flags().Changed("gateway") {
-				set.Gateway = sf.gateway
-			}
-			if set.Gateways < 1 || set.Gateways > rls.MaxGateways || set.Gateway < 0 || set.Gateway >= set.Gateways {
-				return usagef("gateway %d of %d: want 1 <= --gateways <= %d and 0 <= --gateway < --gateways", set.Gateway, set.Gateways, rls.MaxGateways)
-			}
 			log, err := newLogger(cmd.ErrOrStderr(), sf.logLevel, sf.logFormat)
 			if err != nil {
+				return usageError{err}
+			}
+			for _, n := range notes {
+				log.Warn("fleetlimit serve: " + n)
+			}
+			src, err := sf.source()
+			if err != nil {
+				return usageError{err}
+			}
+			cfg, err := src.Load()
+			if err != nil {
+				return usageError{err}
+			}
+			if err := sf.settings(cmd.Flags(), &cfg.Settings); err != nil {
 				return usageError{err}
 			}
 			if sf.grpcOpts, err = grpcCredentials(sf); err != nil {
@@ -132,45 +170,236 @@ response_headers, near_ratio); see docs/serve.md.`,
 			redisstore.SetLogger(log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return serve(ctx, sf, cfg, log)
+			return serve(ctx, sf, src, cfg, log)
 		},
 	}
+	serveFlagSet(c, &sf)
+	return c
+}
+
+// serveFlagSet declares serve's flags.
+func serveFlagSet(c *cobra.Command, sf *serveFlags) {
 	f := c.Flags()
-	f.StringVar(&sf.config, "config", "", "envoyproxy/ratelimit YAML configuration file")
+	f.StringVar(&sf.config, "config", "", "envoyproxy/ratelimit YAML file, or a directory of them")
+	f.StringVar(&sf.runtimeRoot, "runtime-root", "", "upstream's runtime root (RUNTIME_ROOT): the config is root/subdirectory/appdirectory")
+	f.StringVar(&sf.runtimeSub, "runtime-subdirectory", "", "upstream's RUNTIME_SUBDIRECTORY")
+	f.StringVar(&sf.runtimeApp, "runtime-appdirectory", "config", "upstream's RUNTIME_APPDIRECTORY")
+	f.BoolVar(&sf.ignoreDot, "ignore-dotfiles", false, "skip config files and directories whose names start with a dot")
+	f.BoolVar(&sf.merge, "merge-domains", false, "let several files give one domain (MERGE_DOMAIN_CONFIG)")
 	f.StringVar(&sf.grpcAddr, "grpc-addr", "127.0.0.1:8081", "gRPC listen address")
+	f.StringVar(&sf.grpcUDS, "grpc-uds", "", "listen for gRPC on this unix socket instead of --grpc-addr")
 	f.StringVar(&sf.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address (/json, /healthcheck, /metrics)")
-	f.StringVar(&sf.redisAddr, "redis", "", "Redis address shared by the fleet (empty: the embedded store)")
+	f.StringVar(&sf.metricsAddr, "metrics-addr", "", "also serve the metrics on this address (PROMETHEUS_ADDR)")
+	f.StringVar(&sf.metricsPath, "metrics-path", "/metrics", "the path of the metrics on --metrics-addr")
+	f.DurationVar(&sf.grpcMaxAge, "grpc-max-connection-age", 24*time.Hour, "close a gRPC connection after this long with a GoAway")
+	f.DurationVar(&sf.grpcMaxAgeGrace, "grpc-max-connection-age-grace", time.Hour, "then force it closed after this long")
+	r := &sf.redis
+	f.StringVar(&r.addr, "redis", "", "Redis shared by the fleet: host:port, redis://[user:password@]host:port[/db], rediss://... (TLS), a socket path with --redis-socket-type unix; nodes or master,sentinels separated by commas (empty: the embedded store)")
+	f.StringVar(&r.typ, "redis-type", "single", "single, cluster or sentinel")
+	f.StringVar(&r.socket, "redis-socket-type", "tcp", "tcp or unix")
+	f.BoolVar(&r.tls, "redis-tls", false, "connect to Redis over TLS")
+	f.StringVar(&r.ca, "redis-tls-ca", "", "PEM CA bundle that signed Redis's certificate (default: the system's)")
+	f.StringVar(&r.cert, "redis-tls-cert", "", "PEM client certificate for Redis")
+	f.StringVar(&r.key, "redis-tls-key", "", "PEM private key of --redis-tls-cert")
+	f.BoolVar(&r.skipVerify, "redis-tls-skip-hostname-verification", false, "verify Redis's certificate chain but not its name")
+	f.IntVar(&r.pool, "redis-pool-size", 0, "connections per Redis node (default go-redis's, 10 per CPU)")
+	f.DurationVar(&r.dialTimeout, "redis-dial-timeout", 5*time.Second, "timeout to connect to Redis")
 	f.IntVar(&sf.gateways, "gateways", 1, "gateways in the fleet (overrides the config's fleetlimit.gateways)")
 	f.IntVar(&sf.gateway, "gateway", 0, "this gateway's index (overrides the config's fleetlimit.gateway)")
-	f.DurationVar(&sf.reload, "reload-interval", time.Second, "how often to check the config file for changes")
+	st := &sf.set
+	f.StringVar(&st.design, "design", "shared-counter", "coordination design (central-counter counts as envoyproxy/ratelimit does, in its Redis keys)")
+	f.StringVar(&st.windowKind, "window-kind", "fixed", "fixed or sliding")
+	f.DurationVar(&st.sync, "sync", time.Second, "sync interval Δ")
+	f.DurationVar(&st.timeout, "timeout", 50*time.Millisecond, "store timeout of a request that waits on it")
+	f.BoolVar(&st.failClosed, "fail-closed", false, "reject every request while the store is unreachable")
+	f.BoolVar(&st.responseHeaders, "response-headers", false, "add rate limit headers to responses (LIMIT_RESPONSE_HEADERS_ENABLED)")
+	f.StringVar(&st.headers, "headers", "draft", "header style: draft (RateLimit-Policy and RateLimit) or legacy (RateLimit-Limit, -Remaining, -Reset)")
+	f.StringVar(&st.limitHeader, "limit-header", "", "legacy style's limit header name (LIMIT_LIMIT_HEADER; selects the legacy style)")
+	f.StringVar(&st.remainingHeader, "remaining-header", "", "legacy style's remaining header name (LIMIT_REMAINING_HEADER; selects the legacy style)")
+	f.StringVar(&st.resetHdr, "reset-header", "", "legacy style's reset header name (LIMIT_RESET_HEADER; selects the legacy style)")
+	f.Float64Var(&st.nearRatio, "near-ratio", 0.8, "share of the limit past which a decision counts as near (NEAR_LIMIT_RATIO)")
+	f.BoolVar(&st.shadow, "shadow-mode", false, "answer OK to every request, counting as usual (SHADOW_MODE)")
+	f.BoolVar(&st.quota, "quota-mode", false, "treat every limit as a quota (QUOTA_MODE)")
+	f.BoolVar(&st.metadata, "response-dynamic-metadata", false, "return dynamic metadata (RESPONSE_DYNAMIC_METADATA)")
+	f.BoolVar(&st.stopIncrement, "stop-increment-over-limit", false, "central-counter: do not count a request against its other limits when one would go over")
+	f.StringVar(&st.cachePrefix, "cache-key-prefix", "", "central-counter: prefix of its Redis keys (CACHE_KEY_PREFIX)")
+	f.DurationVar(&sf.reload, "reload-interval", time.Second, "how often to check the config files for changes")
 	f.StringVar(&sf.tlsCert, "grpc-tls-cert", "", "PEM certificate: serve gRPC over TLS")
 	f.StringVar(&sf.tlsKey, "grpc-tls-key", "", "PEM private key of --grpc-tls-cert")
 	f.StringVar(&sf.tlsClientCA, "grpc-tls-client-ca", "", "PEM CA bundle: require client certificates it signed (mutual TLS)")
 	f.StringVar(&sf.logLevel, "log-level", "info", "debug, info, warn or error (debug includes the Redis client's own lines)")
 	f.StringVar(&sf.logFormat, "log-format", "text", "text or json")
 	f.DurationVar(&sf.drain, "drain-delay", time.Second, "on SIGTERM, how long to answer NOT_SERVING to health checks while still serving, before draining connections")
-	return c
 }
 
-// openStore dials Redis, or returns nil for the embedded store.
-func openStore(ctx context.Context, addr string) (store.Backend, func(), error) {
-	if addr == "" {
+// source is where the configuration comes from: --config, or upstream's
+// runtime directory.
+func (sf serveFlags) source() (rls.Source, error) {
+	src := rls.Source{Path: sf.config, Merge: sf.merge, IgnoreDotFiles: sf.ignoreDot}
+	switch {
+	case sf.config != "" && sf.runtimeRoot != "":
+		return src, errors.New("give --config or --runtime-root (RUNTIME_ROOT), not both")
+	case sf.runtimeRoot != "":
+		src.Path = filepath.Join(sf.runtimeRoot, sf.runtimeSub, sf.runtimeApp)
+	case sf.config == "":
+		return src, errors.New("--config FILE|DIR or --runtime-root (RUNTIME_ROOT) is required")
+	}
+	return src, nil
+}
+
+// settings puts the flags given (or set from the environment) over the
+// file's settings, and checks the result.
+func (sf serveFlags) settings(f *pflag.FlagSet, set *rls.Settings) error {
+	st := sf.set
+	if f.Changed("window-kind") {
+		k, err := window.ParseKind(st.windowKind)
+		if err != nil {
+			return fmt.Errorf("--window-kind: %w", err)
+		}
+		set.WindowKind = k
+	}
+	over := func(name string, apply func()) {
+		if f.Changed(name) {
+			apply()
+		}
+	}
+	over("design", func() { set.Design = st.design })
+	over("sync", func() { set.Sync = st.sync })
+	over("timeout", func() { set.Timeout = st.timeout })
+	over("fail-closed", func() { set.FailClosed = st.failClosed })
+	over("gateways", func() { set.Gateways = sf.gateways })
+	over("gateway", func() { set.Gateway = sf.gateway })
+	over("response-headers", func() { set.ResponseHeaders = st.responseHeaders })
+	over("headers", func() { set.Headers = rls.HeaderStyle(st.headers) })
+	over("limit-header", func() { set.LimitHeader = st.limitHeader })
+	over("remaining-header", func() { set.RemainingHeader = st.remainingHeader })
+	over("reset-header", func() { set.ResetHeader = st.resetHdr })
+	if set.LimitHeader != "" || set.RemainingHeader != "" || set.ResetHeader != "" {
+		if f.Changed("headers") && set.Headers != rls.HeadersLegacy {
+			return errors.New("--limit-header, --remaining-header and --reset-header name the legacy headers: they need --headers legacy")
+		}
+		set.Headers = rls.HeadersLegacy
+	}
+	over("near-ratio", func() { set.NearRatio = st.nearRatio })
+	over("shadow-mode", func() { set.ShadowMode = st.shadow })
+	over("quota-mode", func() { set.QuotaMode = st.quota })
+	over("response-dynamic-metadata", func() { set.DynamicMetadata = st.metadata })
+	over("stop-increment-over-limit", func() { set.StopIncrement = st.stopIncrement })
+	over("cache-key-prefix", func() { set.CacheKeyPrefix = st.cachePrefix })
+	return set.Validate()
+}
+
+// redisConn is how to reach Redis, from the flags and REDIS_AUTH and
+// REDIS_SENTINEL_AUTH ("password" or "user:password", as upstream).
+func (r redisFlags) conn() (redisstore.Conn, error) {
+	c, err := redisstore.ParseConn(r.addr, r.typ, r.socket)
+	if err != nil {
+		return c, err
+	}
+	if auth, ok := lookupEnv("REDIS_AUTH"); ok {
+		if user, pass, found := strings.Cut(auth, ":"); found {
+			c.Username, c.Password = user, pass
+		} else {
+			c.Password = auth
+		}
+	}
+	c.SentinelPassword, _ = lookupEnv("REDIS_SENTINEL_AUTH")
+	c.PoolSize, c.DialTimeout = r.pool, r.dialTimeout
+	if r.tls || c.TLS != nil {
+		if c.TLS, err = clientTLS(r.ca, r.cert, r.key, r.skipVerify); err != nil {
+			return c, fmt.Errorf("redis TLS: %w", err)
+		}
+	} else if r.ca != "" || r.cert != "" || r.key != "" || r.skipVerify {
+		return c, errors.New("--redis-tls-ca, --redis-tls-cert, --redis-tls-key and --redis-tls-skip-hostname-verification need --redis-tls (or a rediss:// address)")
+	}
+	return c, nil
+}
+
+// openStore connects to Redis as sf says, or returns nil for the embedded
+// store.
+func openStore(ctx context.Context, r redisFlags) (store.Backend, func(), error) {
+	if r.addr == "" {
 		return nil, func() {}, nil
 	}
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	rs, err := redisstore.Dial(dctx, addr, redisstore.Options{})
+	c, err := r.conn()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, usageError{err}
+	}
+	dctx, cancel := context.WithTimeout(ctx, max(r.dialTimeout, time.Second))
+	defer cancel()
+	rs, err := redisstore.Open(dctx, c, redisstore.Options{})
+	if err != nil {
+		return nil, nil, runError{err}
 	}
 	return rs, func() { rs.Close() }, nil
 }
 
-// serve runs the service until ctx ends or a server fails, then shuts down.
-func serve(ctx context.Context, sf serveFlags, cfg *rls.Config, log *slog.Logger) error {
-	st, closeStore, err := openStore(ctx, sf.redisAddr)
+// clientTLS is a TLS client configuration: the CA bundle that signed the
+// server (default: the system's), a client certificate, and whether to
+// skip checking the server's name (the chain is still checked).
+func clientTLS(ca, cert, key string, skipName bool) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no PEM certificate in it", ca)
+		}
+	}
+	if (cert == "") != (key == "") {
+		return nil, errors.New("a client certificate and its key go together")
+	}
+	if cert != "" {
+		c, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{c}
+	}
+	if skipName {
+		roots := cfg.RootCAs
+		cfg.InsecureSkipVerify = true // the chain is verified below, the name is not
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("redis sent no certificate")
+			}
+			opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
+			for _, ic := range cs.PeerCertificates[1:] {
+				opts.Intermediates.AddCert(ic)
+			}
+			_, err := cs.PeerCertificates[0].Verify(opts)
+			return err
+		}
+	}
+	return cfg, nil
+}
+
+// listeners opens the gRPC (TCP or unix socket) and HTTP listeners.
+func listeners(sf serveFlags) (gl, hl net.Listener, err error) {
+	if sf.grpcUDS != "" {
+		os.Remove(sf.grpcUDS) // a socket left by an earlier run
+		gl, err = net.Listen("unix", sf.grpcUDS)
+	} else {
+		gl, err = net.Listen("tcp", sf.grpcAddr)
+	}
 	if err != nil {
-		return runError{err}
+		return nil, nil, err
+	}
+	if hl, err = net.Listen("tcp", sf.httpAddr); err != nil {
+		gl.Close()
+		return nil, nil, err
+	}
+	return gl, hl, nil
+}
+
+// serve runs the service until ctx ends or a server fails, then shuts down.
+func serve(ctx context.Context, sf serveFlags, src rls.Source, cfg *rls.Config, log *slog.Logger) error {
+	st, closeStore, err := openStore(ctx, sf.redis)
+	if err != nil {
+		return err
 	}
 	defer closeStore()
 	set := cfg.Settings
@@ -179,30 +408,30 @@ func serve(ctx context.Context, sf serveFlags, cfg *rls.Config, log *slog.Logger
 		return usageError{err}
 	}
 	svc := rls.NewService(cfg, lim)
-	gl, err := net.Listen("tcp", sf.grpcAddr)
+	gl, hl, err := listeners(sf)
 	if err != nil {
 		lim.Close()
 		return runError{err}
 	}
-	hl, err := net.Listen("tcp", sf.httpAddr)
-	if err != nil {
-		gl.Close()
-		lim.Close()
-		return runError{err}
-	}
-	gs := grpc.NewServer(sf.grpcOpts...)
+	opts := append(sf.grpcOpts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: sf.grpcMaxAge, MaxConnectionAgeGrace: sf.grpcMaxAgeGrace}))
+	gs := grpc.NewServer(opts...)
 	svc.Register(gs)
 	go svc.WatchHealth(ctx, 100*time.Millisecond)
 	hs := svc.HTTPServer(rls.HTTPTimeouts{})
-	errs := make(chan error, 2)
+	errs := make(chan error, 3)
 	go func() { errs <- gs.Serve(gl) }()
 	go func() { errs <- hs.Serve(hl) }()
-	go rls.Watch(ctx, sf.config, svc, log, sf.reload)
-	where := "embedded store"
-	if sf.redisAddr != "" {
-		where = "redis " + sf.redisAddr
+	var ms *http.Server
+	if sf.metricsAddr != "" {
+		ms = &http.Server{Addr: sf.metricsAddr, Handler: metricsOnly(svc.Handler(), sf.metricsPath), ReadHeaderTimeout: 5 * time.Second}
+		go func() { errs <- ms.ListenAndServe() }()
 	}
-	log.Info("fleetlimit serve", "grpc", gl.Addr().String(), "http", hl.Addr().String(), "config", sf.config,
+	go rls.Watch(ctx, src, svc, log, sf.reload)
+	where := "embedded store"
+	if sf.redis.addr != "" {
+		where = fmt.Sprintf("redis (%s) %s", sf.redis.typ, redactURL(sf.redis.addr))
+	}
+	log.Info("fleetlimit serve", "grpc", gl.Addr().String(), "http", hl.Addr().String(), "config", src.Path,
 		"design", set.Design, "window_kind", set.WindowKind, "sync", set.Sync, "gateway", fmt.Sprintf("%d/%d", set.Gateway, set.Gateways), "store", where)
 	var serveErr error
 	select {
@@ -219,6 +448,9 @@ func serve(ctx context.Context, sf serveFlags, cfg *rls.Config, log *slog.Logger
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	hs.Shutdown(sctx)
+	if ms != nil {
+		ms.Shutdown(sctx)
+	}
 	gs.GracefulStop()
 	if err := lim.Close(); err != nil {
 		log.Error("fleetlimit serve: final sync failed; unsynced admits are lost", "error", err)
@@ -227,4 +459,28 @@ func serve(ctx context.Context, sf serveFlags, cfg *rls.Config, log *slog.Logger
 		return runError{serveErr}
 	}
 	return nil
+}
+
+// metricsOnly serves h's /metrics at path, and nothing else.
+func metricsOnly(h http.Handler, path string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != path || r.Method != http.MethodGet {
+			http.NotFound(w, r)
+			return
+		}
+		r2 := r.Clone(r.Context())
+		r2.URL.Path = "/metrics"
+		h.ServeHTTP(w, r2)
+	})
+}
+
+// redactURL hides the password of redis:// addresses, for logs.
+func redactURL(addr string) string {
+	parts := strings.Split(addr, ",")
+	for i, p := range parts {
+		if at := strings.LastIndex(p, "@"); at >= 0 && strings.Contains(p, "://") {
+			parts[i] = p[:strings.Index(p, "://")+3] + "*****" + p[at:]
+		}
+	}
+	return strings.Join(parts, ",")
 }

@@ -49,6 +49,7 @@ fleetlimit:
   design: lease-ask
   sync: 100ms
   response_headers: true
+  headers: legacy
 `
 
 // Three fleetlimit serve processes on loopback share one real redis-server

@@ -14,11 +14,13 @@ package redisstore
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -59,16 +61,81 @@ func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Store, e
 // Dial connects to the Redis at addr (host:port, or a comma-separated list
 // of Cluster nodes) and returns a Store on it.
 func Dial(ctx context.Context, addr string, opt Options) (*Store, error) {
+	return Open(ctx, Conn{Addrs: strings.Split(addr, ",")}, opt)
+}
+
+// Conn says how to reach Redis: which nodes, how, and as whom.
+type Conn struct {
+	// Addrs are host:port addresses: one node, the Cluster's seed nodes,
+	// or the Sentinels; with Network "unix", one socket path.
+	Addrs   []string
+	Network string // "tcp" (default) or "unix"
+	// Mode is "single" (default; several Addrs mean a Cluster, as
+	// go-redis's universal client has it), "cluster" or "sentinel".
+	Mode string
+	// Master is the Sentinel master's name (Mode sentinel).
+	Master             string
+	Username, Password string
+	// SentinelPassword authenticates to the Sentinels themselves.
+	SentinelPassword string
+	DB               int
+	TLS              *tls.Config // nil: plaintext
+	PoolSize         int         // connections per node; default go-redis's
+	DialTimeout      time.Duration
+}
+
+// Client is a go-redis client for c that honours context deadlines and
+// never retries on its own.
+func (c Conn) Client() (redis.UniversalClient, error) {
+	if len(c.Addrs) == 0 || c.Addrs[0] == "" {
+		return nil, errors.New("no Redis address")
+	}
 	// No retries inside the client: the limiter retries at its next sync,
 	// and within a 50 ms timeout a client's own backoff would only turn
 	// the real cause (a refused connection) into "context deadline
 	// exceeded".
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addr, ","), ContextTimeoutEnabled: true,
-		MaxRetries: -1, DialerRetries: 1})
+	o := &redis.UniversalOptions{Addrs: c.Addrs, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1,
+		Username: c.Username, Password: c.Password, SentinelPassword: c.SentinelPassword, DB: c.DB,
+		TLSConfig: c.TLS, PoolSize: c.PoolSize, DialTimeout: c.DialTimeout}
+	switch c.Mode {
+	case "", "single":
+	case "cluster":
+		return redis.NewClusterClient(o.Cluster()), nil
+	case "sentinel":
+		if c.Master == "" {
+			return nil, errors.New("sentinel mode needs the master's name")
+		}
+		o.MasterName = c.Master
+		return redis.NewFailoverClient(o.Failover()), nil
+	default:
+		return nil, fmt.Errorf("redis mode %q: want single, cluster or sentinel", c.Mode)
+	}
+	if c.Network == "unix" {
+		if len(c.Addrs) != 1 {
+			return nil, errors.New("a unix socket is one path")
+		}
+		so := o.Simple()
+		so.Network = "unix"
+		return redis.NewClient(so), nil
+	}
+	return redis.NewUniversalClient(o), nil
+}
+
+// defaultTLS is the TLS of a rediss:// address before the caller adds its
+// own CA or client certificate.
+func defaultTLS() *tls.Config { return &tls.Config{MinVersion: tls.VersionTLS12} }
+
+// Open connects as c says and returns a Store on it.
+func Open(ctx context.Context, c Conn, opt Options) (*Store, error) {
+	where := strings.Join(c.Addrs, ",")
+	rdb, err := c.Client()
+	if err != nil {
+		return nil, fmt.Errorf("redis %s: %w", where, err)
+	}
 	s, err := New(ctx, rdb, opt)
 	if err != nil {
 		rdb.Close()
-		return nil, fmt.Errorf("redis %s: %w", addr, err)
+		return nil, fmt.Errorf("redis %s: %w", where, err)
 	}
 	return s, nil
 }
