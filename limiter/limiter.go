@@ -251,11 +251,13 @@ func (l *Limiter) AllowLimit(ctx context.Context, key string, lim Limit, n int) 
 // Now is the Limiter's clock, ns: the clock of Decision.At.
 func (l *Limiter) Now() int64 { return l.cfg.Now() }
 
-// Check answers whether key is over lim without counting anything, as a
-// request of cost 0 does in envoyproxy/ratelimit: Allowed is false only
-// when the key's count is already past its limit. A design that counts in
-// the store (central-counter) asks it; the others answer from what this
-// gateway knows, and a key this gateway has not seen is not created.
+// Check answers whether key is over lim without counting anything, for a
+// request of cost 0 (envoyproxy/ratelimit's "check only"). A design that
+// counts in the store, rejected requests too (central-counter), asks it and
+// is over once the count has passed the limit, as upstream. The others never
+// count past the limit, so for them a check is over once nothing is left:
+// Allowed is Remaining > 0, from what this gateway knows; a key it has not
+// seen is not created.
 func (l *Limiter) Check(ctx context.Context, key string, lim Limit) (Decision, error) {
 	if err := lim.validate(); err != nil {
 		return Decision{}, err
@@ -276,8 +278,7 @@ func (l *Limiter) Check(ctx context.Context, key string, lim Limit) (Decision, e
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	rem, reset := e.gw.View(now, l.degraded.Load())
-	d := l.decision(e, true, rem, reset, now, l.degraded.Load())
-	return d, nil
+	return l.decision(e, rem > 0, rem, reset, now, l.degraded.Load()), nil
 }
 
 // validate reports what is wrong with a per-key limit.

@@ -256,6 +256,12 @@ func (r *RateLimit) String() string {
 	if r.DetailedMetric {
 		b.WriteString(", detailed metric")
 	}
+	if r.QuotaMode {
+		b.WriteString(", quota mode")
+	}
+	if r.Metadata != nil {
+		b.WriteString(", metadata")
+	}
 	return b.String()
 }
 

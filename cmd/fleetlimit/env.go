@@ -53,17 +53,21 @@ var envVars = []envVar{
 		return "only FILE is supported: fleetlimit reads its limits from files, not from an xDS server"
 	}},
 	{name: "FORCE_START_WITHOUT_INITIAL_CONFIG", refuse: onlyFalse("serve never starts without a configuration that loads")},
-	{name: "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", refuse: boolOnly, note: "serve is healthy only once a configuration has loaded, always"},
+	{name: "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", refuse: boolOnly}, // serve is healthy only with a configuration loaded, always
 	{name: "RUNTIME_ROOT", flag: "runtime-root"},
 	{name: "RUNTIME_SUBDIRECTORY", flag: "runtime-subdirectory"},
 	{name: "RUNTIME_APPDIRECTORY", flag: "runtime-appdirectory"},
 	{name: "RUNTIME_IGNOREDOTFILES", flag: "ignore-dotfiles", conv: boolValue},
-	{name: "RUNTIME_WATCH_ROOT", refuse: boolOnly, note: "serve checks the config directory's files every --reload-interval, so a moved symbolic link and a changed file both reload"},
+	// serve checks the config files every --reload-interval: a moved
+	// symbolic link and a changed file both reload, whatever this says.
+	{name: "RUNTIME_WATCH_ROOT", refuse: boolOnly},
 	{name: "MERGE_DOMAIN_CONFIG", flag: "merge-domains", conv: boolValue},
 	{name: "USE_STATSD", refuse: onlyFalse("fleetlimit has no statsd sink; its metrics are Prometheus's, on /metrics (set USE_STATSD=false)")},
 	{name: "USE_DOG_STATSD", refuse: onlyFalse("fleetlimit has no DogStatsD sink; its metrics are Prometheus's, on /metrics")},
 	{name: "DISABLE_STATS", refuse: onlyFalse("fleetlimit always serves its metrics on /metrics")},
-	{name: "USE_PROMETHEUS", refuse: boolOnly, note: "Prometheus metrics are always on the HTTP address's /metrics; PROMETHEUS_ADDR adds a listener of their own"},
+	// Prometheus metrics are always on the HTTP address's /metrics;
+	// PROMETHEUS_ADDR adds a listener of their own.
+	{name: "USE_PROMETHEUS", refuse: boolOnly},
 	{name: "PROMETHEUS_ADDR", flag: "metrics-addr"},
 	{name: "PROMETHEUS_PATH", flag: "metrics-path"},
 	{name: "PROMETHEUS_MAPPER_YAML", refuse: always("fleetlimit's metric names are its own (docs/serve.md); a statsd mapper does not apply")},
@@ -96,7 +100,8 @@ var envVars = []envVar{
 		}
 		return "only WAIT: a request waits for a connection, within the store timeout"
 	}},
-	{name: "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", refuse: boolOnly, note: "the health check fails while the store is unreachable, always (docs/serve.md)"},
+	// the health check fails while the store is unreachable, always
+	{name: "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", refuse: boolOnly},
 	{name: "REDIS_STARTUP_INITIAL_INTERVAL", note: "serve connects once at start and falls back to the local quota while Redis is down"},
 	{name: "REDIS_STARTUP_MAX_INTERVAL", note: "serve connects once at start and falls back to the local quota while Redis is down"},
 	{name: "REDIS_STARTUP_MAX_ELAPSED_TIME", note: "serve connects once at start and falls back to the local quota while Redis is down"},

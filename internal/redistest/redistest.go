@@ -5,6 +5,8 @@ package redistest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -21,14 +23,30 @@ import (
 
 // Server is a redis-server started for one test.
 type Server struct {
-	Addr    string
+	Addr    string // host:port, or the socket's path with Options.Socket
 	t       testing.TB
 	port    int
 	dir     string
 	cmd     *exec.Cmd
 	persist bool
 	bin     string
+	opt     Options
 }
+
+// Options ask for a server that is not plain: behind a password, over
+// TLS only, or on a unix socket only.
+type Options struct {
+	Password string
+	// TLS, when not nil, makes the port TLS only, with this certificate.
+	TLS *TLSFiles
+	// Socket listens on a unix socket in the test's directory instead of
+	// a port.
+	Socket bool
+}
+
+// TLSFiles are PEM files: the server's certificate and key, and the CA
+// that signed it.
+type TLSFiles struct{ Cert, Key, CA string }
 
 // Binary returns the redis-server to use: $REDIS_SERVER or the one on PATH.
 func Binary() (string, error) {
@@ -55,13 +73,16 @@ func requireBinary(t testing.TB) string {
 // Start starts a redis-server for t, or skips t when none is installed
 // (failing instead when FLEETLIMIT_REQUIRE_REDIS is set, as the test script
 // sets it).
-func Start(t testing.TB) *Server { t.Helper(); return start(t, false) }
+func Start(t testing.TB) *Server { t.Helper(); return start(t, false, Options{}) }
+
+// StartWith is Start with the given options.
+func StartWith(t testing.TB, opt Options) *Server { t.Helper(); return start(t, false, opt) }
 
 // StartPersistent is Start with every write appended and synced to disk, so
 // that the data outlives Stop and Restart.
-func StartPersistent(t testing.TB) *Server { t.Helper(); return start(t, true) }
+func StartPersistent(t testing.TB) *Server { t.Helper(); return start(t, true, Options{}) }
 
-func start(t testing.TB, persist bool) *Server {
+func start(t testing.TB, persist bool, opt Options) *Server {
 	t.Helper()
 	bin := requireBinary(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -70,7 +91,10 @@ func start(t testing.TB, persist bool) *Server {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), t: t, port: port, dir: t.TempDir(), persist: persist, bin: bin}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), t: t, port: port, dir: t.TempDir(), persist: persist, bin: bin, opt: opt}
+	if opt.Socket {
+		s.Addr = filepath.Join(s.dir, "redis.sock")
+	}
 	s.Restart()
 	t.Cleanup(s.Stop)
 	return s
@@ -85,11 +109,84 @@ func (s *Server) Restart() {
 	}
 	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "",
 		"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log")}, aof...)
+	switch o := s.opt; {
+	case o.Socket:
+		args = append(args, "--port", "0", "--unixsocket", s.Addr, "--unixsocketperm", "700")
+	case o.TLS != nil:
+		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(s.port), "--tls-cert-file", o.TLS.Cert,
+			"--tls-key-file", o.TLS.Key, "--tls-ca-cert-file", o.TLS.CA, "--tls-auth-clients", "no")
+	}
+	if s.opt.Password != "" {
+		args = append(args, "--requirepass", s.opt.Password)
+	}
 	s.cmd = exec.Command(s.bin, args...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	waitPing(s.t, s.Addr, filepath.Join(s.dir, "redis.log"))
+	waitPing(s.t, s.ClientOptions(), filepath.Join(s.dir, "redis.log"))
+}
+
+// ClientOptions are go-redis options that reach the server.
+func (s *Server) ClientOptions() *redis.Options {
+	o := &redis.Options{Addr: s.Addr, Password: s.opt.Password}
+	if s.opt.Socket {
+		o.Network = "unix"
+	}
+	if s.opt.TLS != nil {
+		pem, err := os.ReadFile(s.opt.TLS.CA)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		o.TLSConfig = &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
+	}
+	return o
+}
+
+// StartSentinel starts a Sentinel watching s as master "mymaster" and
+// returns its address, once it knows the master.
+func StartSentinel(t testing.TB, s *Server) string {
+	t.Helper()
+	bin := requireBinary(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\nsentinel monitor mymaster 127.0.0.1 %d 1\n",
+		port, dir, filepath.Join(dir, "sentinel.log"), s.port)
+	if s.opt.Password != "" {
+		conf += "sentinel auth-pass mymaster " + s.opt.Password + "\n"
+	}
+	path := filepath.Join(dir, "sentinel.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, path, "--sentinel")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
+	defer sc.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, err := sc.GetMasterAddrByName(ctx, "mymaster").Result()
+		cancel()
+		if err == nil {
+			return addr
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "sentinel.log"))
+			t.Fatalf("sentinel on %s did not know its master within 10s: %v\n%s", addr, err, log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Stop kills the server and waits for it to exit.
@@ -121,7 +218,7 @@ func (s *Server) Resume() {
 }
 
 // Client returns a new client for the server.
-func (s *Server) Client() *redis.Client { return redis.NewClient(&redis.Options{Addr: s.Addr}) }
+func (s *Server) Client() *redis.Client { return redis.NewClient(s.ClientOptions()) }
 
 func (s *Server) String() string { return fmt.Sprintf("redis-server %s", s.Addr) }
 
@@ -156,7 +253,7 @@ func StartCluster(t testing.TB, n int) string {
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		addr := "127.0.0.1:" + strconv.Itoa(port)
-		waitPing(t, addr, filepath.Join(dir, "redis.log"))
+		waitPing(t, &redis.Options{Addr: addr}, filepath.Join(dir, "redis.log"))
 		addrs = append(addrs, addr)
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
@@ -182,9 +279,10 @@ func StartCluster(t testing.TB, n int) string {
 
 // waitPing waits up to 10 s for the server at addr to answer, and fails t
 // with the server's log if it does not.
-func waitPing(t testing.TB, addr, logFile string) {
+func waitPing(t testing.TB, opt *redis.Options, logFile string) {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	addr := opt.Addr
+	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
