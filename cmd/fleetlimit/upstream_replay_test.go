@@ -160,18 +160,9 @@ func replayBasic(t *testing.T, s *upstreamServe, stopIncrement bool) {
 	expect(t, "basic key1", resp, &pb.RateLimitResponse{OverallCode: ok,
 		Statuses: []*pb.RateLimitResponse_DescriptorStatus{status(ok, 50, second, 49, nil)}})
 
-	r := rand.Int()
-	for i := 0; i < 25; i++ {
-		code, remaining := ok, uint32(20-(i+1))
-		if i >= 20 {
-			code, remaining = over, 0
-		}
-		resp = s.call(t, request("another", [][][2]string{{{"key2", strconv.Itoa(r)}}}, 1))
-		expect(t, fmt.Sprintf("key2 request %d", i), resp, &pb.RateLimitResponse{OverallCode: code,
-			Statuses: []*pb.RateLimitResponse_DescriptorStatus{status(code, 20, minute, remaining, nil)}})
-	}
+	replayKey2(t, s)
 
-	r = rand.Int()
+	r := rand.Int()
 	for i := 0; i < 15; i++ {
 		code, rem1, rem2 := ok, uint32(20-(i+1)), uint32(10-(i+1))
 		if i >= 10 {
@@ -191,6 +182,21 @@ func replayBasic(t *testing.T, s *upstreamServe, stopIncrement bool) {
 	second := s.call(t, request("another", [][][2]string{{{"key4", "durTest"}}}, 1))
 	if a, b := first.Statuses[0].DurationUntilReset.AsDuration(), second.Statuses[0].DurationUntilReset.AsDuration(); b >= a {
 		t.Fatalf("duration_until_reset %v, then %v two seconds later: it must go down", a, b)
+	}
+}
+
+// replayKey2 is the 25 requests of testBasicBaseConfig on a minute's limit
+// of 20, on a key of its own.
+func replayKey2(t *testing.T, s *upstreamServe) {
+	r := rand.Int()
+	for i := 0; i < 25; i++ {
+		code, remaining := ok, uint32(20-(i+1))
+		if i >= 20 {
+			code, remaining = over, 0
+		}
+		resp := s.call(t, request("another", [][][2]string{{{"key2", strconv.Itoa(r)}}}, 1))
+		expect(t, fmt.Sprintf("key2 request %d", i), resp, &pb.RateLimitResponse{OverallCode: code,
+			Statuses: []*pb.RateLimitResponse_DescriptorStatus{status(code, 20, minute, remaining, nil)}})
 	}
 }
 
