@@ -24,11 +24,25 @@ func Example() {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		hd := w.Header()
-		fmt.Printf("%d limit=%s remaining=%s reset=%s retry-after=%q\n", w.Code,
-			hd.Get("RateLimit-Limit"), hd.Get("RateLimit-Remaining"), hd.Get("RateLimit-Reset"), hd.Get("Retry-After"))
+		fmt.Printf("%d RateLimit-Policy: %s RateLimit: %s Retry-After: %q\n", w.Code,
+			hd.Get("RateLimit-Policy"), hd.Get("RateLimit"), hd.Get("Retry-After"))
 	}
 	// Output:
-	// 200 limit=2 remaining=1 reset=60 retry-after=""
-	// 200 limit=2 remaining=0 reset=60 retry-after=""
-	// 429 limit=2 remaining=0 reset=60 retry-after="60"
+	// 200 RateLimit-Policy: "default";q=2;w=60 RateLimit: "default";r=1;t=60 Retry-After: ""
+	// 200 RateLimit-Policy: "default";q=2;w=60 RateLimit: "default";r=0;t=60 Retry-After: ""
+	// 429 RateLimit-Policy: "default";q=2;w=60 RateLimit: "default";r=0;t=60 Retry-After: "60"
+}
+
+// The legacy headers of draft -06 and envoyproxy/ratelimit, under names of
+// one's choosing.
+func ExampleOptions_legacy() {
+	l, _ := limiter.New(limiter.Config{Limit: 2, Window: time.Minute})
+	defer l.Close()
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	h := httpmw.New(l, httpmw.Options{Headers: httpmw.Legacy, Legacy: httpmw.LegacyNames{Remaining: "X-RateLimit-Remaining"}})(api)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	hd := w.Header()
+	fmt.Println(hd.Get("RateLimit-Limit"), hd.Get("X-RateLimit-Remaining"), hd.Get("RateLimit-Reset"))
+	// Output: 2 1 60
 }

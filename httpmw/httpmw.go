@@ -1,16 +1,21 @@
 // Package httpmw is net/http middleware that rate-limits requests with a
 // fleetlimit Limiter: it answers 429 Too Many Requests with Retry-After when
-// a request is over the limit, and sets the RateLimit-Limit,
-// RateLimit-Remaining and RateLimit-Reset headers on every response.
+// a request is over the limit, and sets rate limit headers on every
+// response: by default RateLimit-Policy and RateLimit, the structured fields
+// of the IETF httpapi draft (-07 and later), or the legacy trio
+// RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset, under names of
+// the caller's choosing.
 //
 // It decides from the request alone and never reads the body.
 package httpmw
 
 import (
+	"cmp"
 	"math"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/limiter"
@@ -47,7 +52,32 @@ type Options struct {
 	// Rejected writes the response to a request over the limit, after
 	// the headers are set; default a plain-text 429.
 	Rejected http.Handler
+	// Headers is the style of the rate limit headers; default Draft.
+	Headers HeaderStyle
+	// Policy names the limit in the draft's headers; default "default".
+	Policy string
+	// Legacy names the legacy style's three headers; a "" keeps its
+	// default name (RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset).
+	Legacy LegacyNames
 }
+
+// HeaderStyle is the form of the rate limit headers.
+type HeaderStyle int
+
+// The header styles.
+const (
+	// Draft: RateLimit-Policy: "name";q=100;w=60 and
+	// RateLimit: "name";r=50;t=30.
+	Draft HeaderStyle = iota
+	// Legacy: RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
+	// (draft -06, and envoyproxy/ratelimit's defaults).
+	Legacy
+	// NoHeaders sets none but Retry-After.
+	NoHeaders
+)
+
+// LegacyNames are the names of the legacy style's headers.
+type LegacyNames struct{ Limit, Remaining, Reset string }
 
 // New returns middleware that limits requests with l.
 func New(l *limiter.Limiter, opt Options) func(http.Handler) http.Handler {
@@ -70,7 +100,7 @@ func New(l *limiter.Limiter, opt Options) func(http.Handler) http.Handler {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
 			}
-			SetHeaders(w.Header(), d)
+			opt.setHeaders(w.Header(), d)
 			if !d.Allowed {
 				opt.Rejected.ServeHTTP(w, r)
 				return
@@ -89,13 +119,60 @@ func seconds(d time.Duration, min int) string {
 	return strconv.Itoa(s)
 }
 
-// SetHeaders sets the RateLimit headers of a decision, and Retry-After when
-// it was rejected.
-func SetHeaders(h http.Header, d limiter.Decision) {
-	h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-	h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	h.Set("RateLimit-Reset", seconds(d.Reset, 0))
+// SetHeaders sets the draft's RateLimit-Policy and RateLimit headers of a
+// decision under the policy name "default", and Retry-After when it was
+// rejected.
+func SetHeaders(h http.Header, d limiter.Decision) { Options{}.setHeaders(h, d) }
+
+// setHeaders sets the headers of a decision in opt's style.
+func (opt Options) setHeaders(h http.Header, d limiter.Decision) {
+	reset := int64(math.Ceil(d.Reset.Seconds()))
+	switch opt.Headers {
+	case Draft:
+		name := cmp.Or(opt.Policy, "default")
+		h.Set("RateLimit-Policy", PolicyField(name, uint64(d.Limit), int64(math.Ceil(d.Window.Seconds()))))
+		h.Set("RateLimit", LimitField(name, uint64(max(d.Remaining, 0)), reset))
+	case Legacy:
+		n := opt.Legacy
+		h.Set(cmp.Or(n.Limit, "RateLimit-Limit"), strconv.Itoa(d.Limit))
+		h.Set(cmp.Or(n.Remaining, "RateLimit-Remaining"), strconv.Itoa(d.Remaining))
+		h.Set(cmp.Or(n.Reset, "RateLimit-Reset"), strconv.FormatInt(reset, 10))
+	}
 	if !d.Allowed {
 		h.Set("Retry-After", seconds(d.RetryAfter, 1))
 	}
+}
+
+// PolicyField is a RateLimit-Policy item: the policy's name, its quota q
+// and its window w in seconds, e.g. "default";q=100;w=60.
+func PolicyField(name string, quota uint64, window int64) string {
+	return sfString(name) + ";q=" + strconv.FormatUint(quota, 10) + ";w=" + strconv.FormatInt(window, 10)
+}
+
+// LimitField is a RateLimit item: the policy's name, what remains r and
+// the seconds t until the quota resets, e.g. "default";r=50;t=30.
+func LimitField(name string, remaining uint64, reset int64) string {
+	return sfString(name) + ";r=" + strconv.FormatUint(remaining, 10) + ";t=" + strconv.FormatInt(reset, 10)
+}
+
+// sfString is s as a structured-field string (RFC 8941): quoted, with
+// quotes and backslashes escaped and characters outside printable ASCII
+// dropped; an empty name is "default".
+func sfString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r >= 0x20 && r < 0x7f:
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 1 {
+		b.WriteString("default")
+	}
+	b.WriteByte('"')
+	return b.String()
 }

@@ -38,7 +38,8 @@ func TestRejectsOverTheLimit(t *testing.T) {
 		t.Fatalf("codes %v, want [200 200 429]", codes)
 	}
 	hd := last.Header()
-	if hd.Get("RateLimit-Limit") != "2" || hd.Get("RateLimit-Remaining") != "0" || hd.Get("Retry-After") != "60" || hd.Get("RateLimit-Reset") != "60" {
+	if hd.Get("RateLimit-Policy") != `"default";q=2;w=60` || hd.Get("RateLimit") != `"default";r=0;t=60` || hd.Get("Retry-After") != "60" ||
+		hd.Get("RateLimit-Limit") != "" {
 		t.Fatalf("headers %v", hd)
 	}
 	// Another key has its own budget.
@@ -80,5 +81,15 @@ func TestCustomRejection(t *testing.T) {
 	}
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
 		t.Fatalf("%d %v", w.Code, w.Header())
+	}
+}
+
+// A policy name is a structured-field string: quotes and backslashes
+// escaped, other characters outside printable ASCII dropped.
+func TestPolicyNameIsAStructuredFieldString(t *testing.T) {
+	for name, want := range map[string]string{"api": `"api"`, `a"b\c`: `"a\"b\\c"`, "é\n": `"default"`, "": `"default"`} {
+		if got := httpmw.PolicyField(name, 1, 2); got != want+";q=1;w=2" {
+			t.Errorf("%q: %s, want %s;q=1;w=2", name, got, want)
+		}
 	}
 }

@@ -82,8 +82,9 @@ type Limit struct {
 // Decision is the answer to one request.
 type Decision struct {
 	Allowed bool
-	// Limit is the key's L.
-	Limit int
+	// Limit is the key's L, and Window its W.
+	Limit  int
+	Window time.Duration
 	// Remaining is how many more requests this gateway would admit now,
 	// as it sees the key.
 	Remaining int
@@ -272,7 +273,7 @@ func (l *Limiter) Check(ctx context.Context, key string, lim Limit) (Decision, e
 		if spec := (window.Spec{Size: lim.Window, Kind: l.spec.Kind}); spec.Kind == window.Fixed {
 			reset = spec.Lo(now) + int64(lim.Window)
 		}
-		return Decision{Allowed: true, Limit: lim.Requests, Remaining: lim.Requests, Reset: time.Duration(reset - now), At: now}, nil
+		return Decision{Allowed: true, Limit: lim.Requests, Window: lim.Window, Remaining: lim.Requests, Reset: time.Duration(reset - now), At: now}, nil
 	}
 	e := v.(*entry)
 	e.mu.Lock()
@@ -363,7 +364,7 @@ func (l *Limiter) decision(e *entry, ok bool, rem int, reset, now int64, degrade
 			reset = w.Lo(now) + int64(w.Size)
 		}
 	}
-	d := Decision{Allowed: ok, Limit: e.key.Limit, Remaining: rem, Reset: time.Duration(reset - now), Degraded: degraded, At: now}
+	d := Decision{Allowed: ok, Limit: e.key.Limit, Window: e.key.Window.Size, Remaining: rem, Reset: time.Duration(reset - now), Degraded: degraded, At: now}
 	if !ok {
 		d.RetryAfter = max(d.Reset, time.Millisecond)
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/fleetlimit/fleetlimit/httpmw"
 	"github.com/fleetlimit/fleetlimit/limiter"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -298,34 +299,12 @@ func rateLimitHeaders(set Settings, st *pb.RateLimitResponse_DescriptorStatus) [
 			{Key: cmpOr(set.ResetHeader, "RateLimit-Reset"), Value: strconv.FormatInt(reset, 10)},
 		}
 	}
-	name := PolicyName(st.CurrentLimit.GetName())
+	name := st.CurrentLimit.GetName()
 	window := int64(Unit(st.CurrentLimit.GetUnit()).Duration() / time.Second)
 	return []*corev3.HeaderValue{
-		{Key: "RateLimit-Policy", Value: name + ";q=" + strconv.FormatUint(limit, 10) + ";w=" + strconv.FormatInt(window, 10)},
-		{Key: "RateLimit", Value: name + ";r=" + strconv.FormatUint(uint64(st.LimitRemaining), 10) + ";t=" + strconv.FormatInt(reset, 10)},
+		{Key: "RateLimit-Policy", Value: httpmw.PolicyField(name, limit, window)},
+		{Key: "RateLimit", Value: httpmw.LimitField(name, uint64(st.LimitRemaining), reset)},
 	}
-}
-
-// PolicyName is a limit's name as a structured-field string for the
-// draft's headers: "default" when it has none, characters outside
-// printable ASCII dropped, quotes and backslashes escaped.
-func PolicyName(name string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range name {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r >= 0x20 && r < 0x7f:
-			b.WriteRune(r)
-		}
-	}
-	if b.Len() == 1 {
-		b.WriteString("default")
-	}
-	b.WriteByte('"')
-	return b.String()
 }
 
 func cmpOr(a, b string) string {
