@@ -10,20 +10,23 @@ import (
 )
 
 func newValidateCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "validate CONFIG...",
+	var src rls.Source
+	c := &cobra.Command{
+		Use:   "validate FILE|DIR...",
 		Short: "Check configuration files as serve would load them",
 		Long: `validate loads each envoyproxy/ratelimit YAML file exactly as serve does and
 prints what serve would enforce (every domain, limit and fleetlimit setting),
-or each error with its file and line. It exits 0 when every file is valid,
-1 when one is not.`,
+or each error with its file and line. A directory is loaded as one
+configuration, as serve loads it. It exits 0 when every one is valid, 1 when
+one is not.`,
 		Example: `  fleetlimit validate examples/ratelimit.yaml
   fleetlimit validate config/*.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bad := 0
 			for _, path := range args {
-				cfg, err := rls.Load(path)
+				src.Path = path
+				cfg, err := src.Load()
 				if err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), err)
 					bad++
@@ -32,11 +35,14 @@ or each error with its file and line. It exits 0 when every file is valid,
 				describe(cmd, path, cfg)
 			}
 			if bad > 0 {
-				return runError{fmt.Errorf("%d of %d files invalid", bad, len(args))}
+				return runError{fmt.Errorf("%d of %d invalid", bad, len(args))}
 			}
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&src.Merge, "merge-domains", false, "let several files give one domain (MERGE_DOMAIN_CONFIG)")
+	c.Flags().BoolVar(&src.IgnoreDotFiles, "ignore-dotfiles", false, "skip files and directories whose names start with a dot")
+	return c
 }
 
 // describe prints what serve would enforce from cfg.
