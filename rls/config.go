@@ -397,7 +397,10 @@ func (b *builder) document(name string, root *yaml.Node) error {
 				return err
 			}
 		default:
-			return &ConfigError{name, k.Line, fmt.Sprintf("unknown key %q (want domain, descriptors or fleetlimit)", k.Value)}
+			if k.Tag != "!!str" {
+				return &ConfigError{name, k.Line, "config error, key is not of type string: " + k.Value}
+			}
+			return &ConfigError{name, k.Line, fmt.Sprintf("config error, unknown key '%s' (want domain, descriptors or fleetlimit)", k.Value)}
 		}
 	}
 	if domain == "" {
@@ -462,12 +465,15 @@ func (p parser) errf(n *yaml.Node, format string, a ...any) error {
 }
 
 func (p parser) descriptors(list *yaml.Node, parent *node, prefix string) error {
+	if list.Kind == yaml.ScalarNode && list.Tag == "!!null" {
+		return nil // "descriptors:" with nothing after it: none, as upstream
+	}
 	if list.Kind != yaml.SequenceNode {
 		return p.errf(list, "descriptors must be a list")
 	}
 	for _, d := range list.Content {
 		if d.Kind != yaml.MappingNode {
-			return p.errf(d, "a descriptor must be a mapping with a key")
+			return p.errf(d, "config error, yaml file contains list of type other than map: %s", d.Value)
 		}
 		var key, value string
 		var rl, children, meta *yaml.Node
@@ -475,7 +481,10 @@ func (p parser) descriptors(list *yaml.Node, parent *node, prefix string) error 
 		for i := 0; i+1 < len(d.Content); i += 2 {
 			k, v := d.Content[i], d.Content[i+1]
 			if !validKeys[k.Value] {
-				return p.errf(k, "config error, unknown key %q", k.Value)
+				if k.Tag != "!!str" {
+					return p.errf(k, "config error, key is not of type string: %s", k.Value)
+				}
+				return p.errf(k, "config error, unknown key '%s'", k.Value)
 			}
 			var err error
 			switch k.Value {
@@ -581,7 +590,7 @@ func (p parser) rateLimit(m *yaml.Node) (*RateLimit, error) {
 				if r.Kind == yaml.MappingNode {
 					for j := 0; j+1 < len(r.Content); j += 2 {
 						if r.Content[j].Value != "name" {
-							return nil, p.errf(r.Content[j], "config error, unknown key %q in replaces", r.Content[j].Value)
+							return nil, p.errf(r.Content[j], "config error, unknown key '%s' in replaces", r.Content[j].Value)
 						}
 						name = r.Content[j+1].Value
 					}
@@ -595,7 +604,7 @@ func (p parser) rateLimit(m *yaml.Node) (*RateLimit, error) {
 			if validKeys[k.Value] {
 				return nil, p.errf(k, "key %q does not belong in rate_limit", k.Value)
 			}
-			return nil, p.errf(k, "config error, unknown key %q", k.Value)
+			return nil, p.errf(k, "config error, unknown key '%s'", k.Value)
 		}
 		if err != nil {
 			return nil, err

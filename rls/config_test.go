@@ -142,7 +142,7 @@ func TestMalformed(t *testing.T) {
 		{"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: fortnight\n      requests_per_unit: 1\n", "test.yaml:5: invalid rate limit unit 'fortnight'"},
 		{"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      requests_per_unit: 1\n", "test.yaml:5: invalid rate limit unit ''"},
 		{"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unlimited: true\n      unit: second\n", "test.yaml:6: should not specify rate limit unit when unlimited"},
-		{"domain: d\ndescriptors:\n  - key: a\n    ratelimit:\n      unit: second\n", `test.yaml:4: config error, unknown key "ratelimit"`},
+		{"domain: d\ndescriptors:\n  - key: a\n    ratelimit:\n      unit: second\n", `test.yaml:4: config error, unknown key 'ratelimit'`},
 		{"domain: d\ndescriptors:\n  - key: a\n  - key: a\n", "test.yaml:4: duplicate descriptor composite key 'd.a'"},
 		{"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      requests_per_unit: -3\n", `test.yaml:6: requests_per_unit "-3"`},
 		{"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      name: n\n      unit: second\n      requests_per_unit: 1\n      replaces:\n        - name: n\n", "test.yaml:5: replaces should not contain name of same descriptor"},
