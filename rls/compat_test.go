@@ -1,12 +1,17 @@
 package rls
 
 import (
+	"io"
+	"log/slog"
 	"testing"
+	"time"
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/fleetlimit/fleetlimit/limiter"
 )
 
 const compatConfig = `domain: m
@@ -116,3 +121,16 @@ const (
 	ok   = pb.RateLimitResponse_OK
 	over = pb.RateLimitResponse_OVER_LIMIT
 )
+
+// lease-ask's limit_remaining is what the store's count leaves of the
+// limit, not the slots it happens to hold (it said 0 on admitted requests).
+func TestLeaseAskRemaining(t *testing.T) {
+	c, _ := serveWith(t, "domain: m\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 1000}\n",
+		limiter.Config{Design: "lease-ask", Sync: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	for i := 1; i <= 3; i++ {
+		st := call(t, c, &pb.RateLimitRequest{Domain: "m", Descriptors: []*rlv3.RateLimitDescriptor{desc("k", "v")}}).Statuses[0]
+		if st.Code != ok || st.LimitRemaining != uint32(1000-i) {
+			t.Fatalf("request %d: %v, want OK with %d remaining", i, st, 1000-i)
+		}
+	}
+}
