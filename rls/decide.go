@@ -57,7 +57,9 @@ type descriptor struct {
 }
 
 // resolve finds the limit of every descriptor of req (its override, or the
-// configured one) and drops the limits that another one replaces.
+// configured one) and drops the limits that another one replaces. As
+// upstream, an override applies only in a configured domain: a domain the
+// configuration does not know has no limits at all.
 func resolve(cfg *Config, req *pb.RateLimitRequest) ([]descriptor, error) {
 	domain := req.GetDomain()
 	descs := make([]descriptor, len(req.Descriptors))
@@ -72,7 +74,7 @@ func resolve(cfg *Config, req *pb.RateLimitRequest) ([]descriptor, error) {
 			descs[i].hits = h.GetValue() // 0 is a check that counts nothing
 		}
 		var m match
-		if o := d.GetLimit(); o != nil {
+		if o := d.GetLimit(); o != nil && cfg.domains[domain] != nil {
 			u := Unit(o.GetUnit())
 			if u.Duration() == 0 {
 				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override with unknown unit %d", i, o.GetUnit())

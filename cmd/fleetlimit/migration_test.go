@@ -35,30 +35,8 @@ func TestMigrationSideBySide(t *testing.T) {
 	srv := redistest.Start(t)
 	up := startUpstreamServe(t, "REDIS_URL="+srv.Addr, "FLEETLIMIT_DESIGN=central-counter", "CACHE_KEY_PREFIX=mig_")
 	own := startUpstreamServe(t, "REDIS_URL="+srv.Addr, "FLEETLIMIT_DESIGN=central-log")
-	const o, x = 0, 1
-	steps := []migrationStep{
-		{hits: 1, upstream: [2]uint32{o, 4}, own: [2]uint32{o, 4}, newWindow: true},
-		{hits: 0, upstream: [2]uint32{o, 4}, own: [2]uint32{o, 4}},
-		{hits: 4, upstream: [2]uint32{o, 0}, own: [2]uint32{o, 0}},
-		{hits: 0, upstream: [2]uint32{o, 0}, own: [2]uint32{x, 0},
-			differs: "a check at the limit: upstream passes it while the count equals the limit; fleetlimit refuses it once nothing is left"},
-		{hits: 1, upstream: [2]uint32{x, 0}, own: [2]uint32{x, 0}},
-		{hits: 0, upstream: [2]uint32{x, 0}, own: [2]uint32{x, 0}},
-		{hits: 3, upstream: [2]uint32{o, 2}, own: [2]uint32{o, 2}, newWindow: true},
-		{hits: 99, upstream: [2]uint32{x, 0}, own: [2]uint32{x, 0}},
-		{hits: 1, upstream: [2]uint32{x, 0}, own: [2]uint32{o, 1},
-			differs: "after a rejected request of 99: upstream counted its hits, fleetlimit did not"},
-		{hits: 0, upstream: [2]uint32{x, 0}, own: [2]uint32{o, 1},
-			differs: "a check after the rejected 99: upstream's count is past the limit"},
-	}
-	desc := func(hits uint64) *pb.RateLimitRequest {
-		return &pb.RateLimitRequest{Domain: "d", Descriptors: []*rlv3.RateLimitDescriptor{{
-			Entries:    []*rlv3.RateLimitDescriptor_Entry{{Key: "mig", Value: "v"}},
-			Limit:      &rlv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 5, Unit: 1}, // SECOND
-			HitsAddend: wrapperspb.UInt64(hits)}}}
-	}
 	for attempt := 0; ; attempt++ {
-		err := runMigration(t, up, own, steps, desc)
+		err := runMigration(t, up, own, migrationSteps, migrationRequest)
 		if err == nil {
 			break
 		}
@@ -76,13 +54,13 @@ func TestMigrationSideBySide(t *testing.T) {
 	for attempt := 0; ; attempt++ {
 		waitSecondStart()
 		sec := time.Now().Unix()
-		up.call(t, desc(2))
-		key := "mig_d_mig_v_" + strconv.FormatInt(sec, 10)
+		up.call(t, migrationRequest(2))
+		key := "mig_another_mig_v_" + strconv.FormatInt(sec, 10)
 		n, err := rdb.Get(ctx, key).Int()
 		if err == nil {
 			err = rdb.IncrBy(ctx, key, 2).Err()
 		}
-		resp := up.call(t, desc(1))
+		resp := up.call(t, migrationRequest(1))
 		if time.Now().Unix() != sec && attempt < 2 {
 			continue // crossed a second: try again
 		}
@@ -92,6 +70,35 @@ func TestMigrationSideBySide(t *testing.T) {
 		}
 		break
 	}
+}
+
+// o and x are a step's codes: OK and OVER_LIMIT.
+const o, x = 0, 1
+
+// migrationSteps are the side-by-side sequence, on a limit of 5 a second.
+var migrationSteps = []migrationStep{
+	{hits: 1, upstream: [2]uint32{o, 4}, own: [2]uint32{o, 4}, newWindow: true},
+	{hits: 0, upstream: [2]uint32{o, 4}, own: [2]uint32{o, 4}},
+	{hits: 4, upstream: [2]uint32{o, 0}, own: [2]uint32{o, 0}},
+	{hits: 0, upstream: [2]uint32{o, 0}, own: [2]uint32{x, 0},
+		differs: "a check at the limit: upstream passes it while the count equals the limit; fleetlimit refuses it once nothing is left"},
+	{hits: 1, upstream: [2]uint32{x, 0}, own: [2]uint32{x, 0}},
+	{hits: 0, upstream: [2]uint32{x, 0}, own: [2]uint32{x, 0}},
+	{hits: 3, upstream: [2]uint32{o, 2}, own: [2]uint32{o, 2}, newWindow: true},
+	{hits: 99, upstream: [2]uint32{x, 0}, own: [2]uint32{x, 0}},
+	{hits: 1, upstream: [2]uint32{x, 0}, own: [2]uint32{o, 1},
+		differs: "after a rejected request of 99: upstream counted its hits, fleetlimit did not"},
+	{hits: 0, upstream: [2]uint32{x, 0}, own: [2]uint32{o, 1},
+		differs: "a check after the rejected 99: upstream's count is past the limit"},
+}
+
+// migrationRequest is the sequence's request: hits on {mig: v} under a
+// limit override of 5 a second.
+func migrationRequest(hits uint64) *pb.RateLimitRequest {
+	return &pb.RateLimitRequest{Domain: "another", Descriptors: []*rlv3.RateLimitDescriptor{{
+		Entries:    []*rlv3.RateLimitDescriptor_Entry{{Key: "mig", Value: "v"}},
+		Limit:      &rlv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 5, Unit: 1}, // SECOND
+		HitsAddend: wrapperspb.UInt64(hits)}}}
 }
 
 // runMigration sends steps to both services; an error means a window

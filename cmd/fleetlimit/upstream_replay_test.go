@@ -45,22 +45,35 @@ type upstreamServe struct {
 }
 
 // startUpstreamServe copies testdata/upstream to a new runtime root and
-// starts serve on it with upstream's environment variables plus env.
+// starts fleetlimit serve on it with upstream's environment variables plus
+// env.
 func startUpstreamServe(t *testing.T, env ...string) *upstreamServe {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "serve", "--reload-interval", "100ms")
+	return startService(t, cmd, append([]string{"FLEETLIMIT_E2E_CHILD=1"}, env...), nil)
+}
+
+// startService starts cmd, fleetlimit or envoyproxy/ratelimit itself, on a
+// copy of testdata/upstream (less the files named in drop) with upstream's
+// environment variables for loopback addresses and the runtime root, plus
+// env.
+func startService(t *testing.T, cmd *exec.Cmd, env []string, drop []string) *upstreamServe {
 	t.Helper()
 	root := t.TempDir()
 	if err := os.CopyFS(root, os.DirFS("testdata/upstream")); err != nil {
 		t.Fatal(err)
 	}
+	for _, f := range drop {
+		os.Remove(filepath.Join(root, "ratelimit", "config", f))
+	}
 	grpcAddr, httpAddr := freeAddr(t), freeAddr(t)
 	gh, gp, _ := net.SplitHostPort(grpcAddr)
 	hh, hp, _ := net.SplitHostPort(httpAddr)
-	cmd := exec.Command(os.Args[0], "serve", "--reload-interval", "100ms")
-	cmd.Env = append(os.Environ(), "FLEETLIMIT_E2E_CHILD=1", "USE_STATSD=false", "LOG_LEVEL=warn",
+	cmd.Env = append(os.Environ(), "USE_STATSD=false", "LOG_LEVEL=warn",
 		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",
 		"GRPC_HOST="+gh, "GRPC_PORT="+gp, "HOST="+hh, "PORT="+hp)
 	cmd.Env = append(cmd.Env, env...)
-	cmd.Stderr = &testWriter{t: t, prefix: "serve: "}
+	cmd.Stderr = &testWriter{t: t, prefix: filepath.Base(cmd.Path) + ": "}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +88,8 @@ func startUpstreamServe(t *testing.T, env ...string) *upstreamServe {
 			c.Close()
 			break
 		}
-		if i == 400 || cmd.ProcessState != nil {
-			t.Fatal("serve did not come up")
+		if i == 400 {
+			t.Fatal(filepath.Base(cmd.Path) + " did not come up")
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
@@ -219,32 +232,38 @@ func replayShareThreshold(t *testing.T, s *upstreamServe) {
 }
 
 // replayReload is upstream's testConfigReload: a file added to the config
-// directory is loaded, and its removal reloads again.
+// directory is loaded, and its removal reloads again. It waits for each
+// reload by its answers, so that it runs on upstream as well.
 func replayReload(t *testing.T, s *upstreamServe) {
+	none := &pb.RateLimitResponse{OverallCode: ok, Statuses: []*pb.RateLimitResponse_DescriptorStatus{{Code: ok}}}
 	resp := s.call(t, request("reload", [][][2]string{{{"block", "foo"}}}, 1))
-	expect(t, "before the reload", resp, &pb.RateLimitResponse{OverallCode: ok, Statuses: []*pb.RateLimitResponse_DescriptorStatus{{Code: ok}}})
-	before := reloads(t, s)
+	expect(t, "before the reload", resp, none)
 	src, _ := os.ReadFile(filepath.Join(s.root, "reload.yaml"))
 	added := filepath.Join(s.root, "ratelimit", "config", "reload.yaml")
 	if err := os.WriteFile(added, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitReload(t, s, before)
-	resp = s.call(t, request("reload", [][][2]string{{{"key1", "foo"}}}, 1))
+	key1 := request("reload", [][][2]string{{{"key1", "foo"}}}, 1)
+	resp = waitAnswer(t, s, key1, func(r *pb.RateLimitResponse) bool { return r.Statuses[0].CurrentLimit != nil })
 	expect(t, "after the reload", resp, &pb.RateLimitResponse{OverallCode: ok,
 		Statuses: []*pb.RateLimitResponse_DescriptorStatus{status(ok, 50, second, 49, nil)}})
-	before = reloads(t, s)
 	os.Remove(added)
-	waitReload(t, s, before)
-	resp = s.call(t, request("reload", [][][2]string{{{"key1", "foo"}}}, 1))
-	expect(t, "after the file's removal", resp, &pb.RateLimitResponse{OverallCode: ok, Statuses: []*pb.RateLimitResponse_DescriptorStatus{{Code: ok}}})
+	resp = waitAnswer(t, s, key1, func(r *pb.RateLimitResponse) bool { return r.Statuses[0].CurrentLimit == nil })
+	expect(t, "after the file's removal", resp, none)
 }
 
-// reloads is fleetlimit_config_reloads_total{result="ok"}.
-func reloads(t *testing.T, s *upstreamServe) float64 {
+// waitAnswer repeats req until done says its answer is the awaited one,
+// for at most 10 s.
+func waitAnswer(t *testing.T, s *upstreamServe, req *pb.RateLimitRequest, done func(*pb.RateLimitResponse) bool) *pb.RateLimitResponse {
 	t.Helper()
-	v, _ := metric(t, s.httpAddr, `fleetlimit_config_reloads_total{result="ok"}`)
-	return v
+	for i := 0; i < 200; i++ {
+		if r := s.call(t, req); done(r) {
+			return r
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the configuration did not reload within 10 s")
+	return nil
 }
 
 // metric reads one sample of serve's /metrics; found is false without it.
@@ -263,17 +282,6 @@ func metric(t *testing.T, httpAddr, series string) (v float64, found bool) {
 		}
 	}
 	return 0, false
-}
-
-func waitReload(t *testing.T, s *upstreamServe, before float64) {
-	t.Helper()
-	for i := 0; i < 100; i++ {
-		if reloads(t, s) > before {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("no reload within 5 s")
 }
 
 // upstreamDesigns are the designs the replay runs: central-counter is
