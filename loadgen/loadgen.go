@@ -28,6 +28,10 @@ type Options struct {
 	Concurrency int           // concurrent clients
 	Conns       int           // gRPC connections they share
 	Duration    time.Duration // how long to run
+	// CPU names processes (by PID) whose CPU time during the load to
+	// report, for example the service and its Redis; this process is
+	// always reported, as "loadgen".
+	CPU map[string]int
 }
 
 // Validate reports the first thing wrong with o.
@@ -52,6 +56,17 @@ type Report struct {
 	Errors    int           // requests that failed
 	Wall      time.Duration // the load's length
 	Latencies []time.Duration
+	// CPU is the CPU time each process of Options.CPU, and "loadgen",
+	// used during the load.
+	CPU map[string]time.Duration
+}
+
+// CPUPerDecision is the CPU time process name used per decision.
+func (r Report) CPUPerDecision(name string) time.Duration {
+	if r.Decisions == 0 {
+		return 0
+	}
+	return r.CPU[name] / time.Duration(r.Decisions)
 }
 
 // PerSecond is the decisions per second.
@@ -85,6 +100,10 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	var mu sync.Mutex
 	var rep Report
 	var wg sync.WaitGroup
+	cpu, err := startCPU(o.CPU)
+	if err != nil {
+		return Report{}, err
+	}
 	start := time.Now()
 	for g := 0; g < o.Concurrency; g++ {
 		wg.Add(1)
@@ -100,6 +119,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	wg.Wait()
 	rep.Wall = time.Since(start)
+	if rep.CPU, err = cpu.used(); err != nil {
+		return rep, err
+	}
 	rep.Decisions = len(rep.Latencies)
 	slices.Sort(rep.Latencies)
 	if rep.Decisions == 0 {

@@ -68,10 +68,8 @@ func (u Unit) Duration() time.Duration {
 
 // String returns the unit's name, e.g. "MINUTE".
 func (u Unit) String() string {
-	for n, v := range unitNames {
-		if v == u {
-			return n
-		}
+	if u >= Second && u <= Week {
+		return [...]string{"SECOND", "MINUTE", "HOUR", "DAY", "MONTH", "YEAR", "WEEK"}[u-Second]
 	}
 	return "UNKNOWN"
 }
@@ -735,8 +733,20 @@ type Entry struct{ Key, Value string }
 // any run of characters, then the key alone (any value); a limit applies
 // only at the descriptor's last entry. nil means no limit.
 func (c *Config) Lookup(domain string, entries []Entry) *RateLimit {
-	return c.match(domain, entries).limit
+	return matchEntries(c, domain, entriesOf(entries)).limit
 }
+
+// entrySource gives a descriptor's entries without copying them: the
+// request's own (pbEntries), or a []Entry.
+type entrySource interface {
+	Len() int
+	At(i int) (key, value string)
+}
+
+type entriesOf []Entry
+
+func (e entriesOf) Len() int                 { return len(e) }
+func (e entriesOf) At(i int) (string, string) { return e[i].Key, e[i].Value }
 
 // match is a descriptor's limit and what it is counted and measured by.
 type match struct {
@@ -749,87 +759,125 @@ type match struct {
 	shared []string
 }
 
+// step is how one entry was matched.
+type step struct {
+	node     *node
+	wildcard string // the wildcard key that matched, or ""
+	byValue  bool   // matched key_value (exactly or by wildcard), not the key alone
+}
+
+// maxSteps bounds the entries matched without allocating; deeper
+// descriptors still match, with an allocation.
+const maxSteps = 8
+
 // match finds the limit of entries in domain (see Lookup) and its names.
-func (c *Config) match(domain string, entries []Entry) match {
+// It allocates nothing unless a name other than the limit's own is needed.
+func matchEntries[E entrySource](c *Config, domain string, es E) match {
 	var m match
 	n := c.domains[domain]
 	if n == nil {
 		return m
 	}
-	var detailed, toMetric strings.Builder
-	detailed.WriteString(domain)
-	toMetric.WriteString(domain)
-	for i, e := range entries {
-		kv := e.Key + "_" + e.Value
-		detailed.WriteString("." + kv)
-		next, viaWildcard, byValue := n.children[kv], "", true
-		if next == nil {
+	var stack [maxSteps]step
+	steps := stack[:0]
+	var buf [128]byte
+	named := false // some step needs a name beyond FullKey
+	for i := 0; i < es.Len(); i++ {
+		k, v := es.At(i)
+		kv := append(append(append(buf[:0], k...), '_'), v...)
+		st := step{node: n.children[string(kv)], byValue: true}
+		if st.node == nil && len(n.wildcards) > 0 {
+			s := string(kv)
 			for _, w := range n.wildcards {
-				if w.matches(kv) {
-					next, viaWildcard = n.children[w.key], w.key
+				if w.matches(s) {
+					st.node, st.wildcard = n.children[w.key], w.key
 					break
 				}
 			}
 		}
-		if next == nil {
-			next, byValue = n.children[e.Key], false
+		if st.node == nil {
+			st.node, st.byValue = n.children[k], false
 		}
-		if next == nil {
-			toMetric.WriteString("." + e.Key)
+		if st.node == nil {
 			break
 		}
-		value := ""
-		switch {
-		case viaWildcard != "" && next.shareThreshold:
-			value = strings.TrimPrefix(viaWildcard, e.Key+"_")
-			if m.shared == nil {
-				m.shared = make([]string, len(entries))
-			}
-			m.shared[i] = value
-		case viaWildcard != "" && !next.valueToMetric:
-			value = strings.TrimPrefix(viaWildcard, e.Key+"_")
-		case byValue || next.valueToMetric:
-			value = e.Value
+		named = named || st.node.valueToMetric || (st.wildcard != "" && st.node.shareThreshold)
+		steps = append(steps, st)
+		if st.node.limit != nil && i == es.Len()-1 {
+			m.limit = st.node.limit
 		}
-		toMetric.WriteString("." + e.Key)
-		if value != "" {
-			toMetric.WriteString("_" + value)
-		}
-		if next.limit != nil && i == len(entries)-1 {
-			m.limit = next.limit
-		}
-		if len(next.children) == 0 {
+		if len(st.node.children) == 0 {
 			break
 		}
-		n = next
+		n = st.node
 	}
 	if m.limit == nil {
 		return match{}
 	}
 	m.metric = m.limit.FullKey
-	switch {
-	case m.limit.DetailedMetric && m.shared != nil:
-		m.metric = sharedName(domain, entries, m.shared)
-	case m.limit.DetailedMetric:
-		m.metric = detailed.String()
-	case toMetric.String() != m.limit.FullKey:
-		m.metric = toMetric.String()
+	if named || m.limit.DetailedMetric {
+		nameMatch(&m, domain, es, steps)
 	}
 	return m
 }
 
+// name fills in the metric name and the shared values of a match whose
+// path asks for them, as upstream builds them: detailed_metric names every
+// entry's key_value (the shared ones under their wildcard), value_to_metric
+// the request's value at its level, and a wildcard without either its
+// pattern.
+func nameMatch[E entrySource](m *match, domain string, es E, steps []step) {
+	var toMetric strings.Builder
+	toMetric.WriteString(domain)
+	for i, st := range steps {
+		k, v := es.At(i)
+		value := ""
+		switch {
+		case st.wildcard != "" && st.node.shareThreshold:
+			value = strings.TrimPrefix(st.wildcard, k+"_")
+			if m.shared == nil {
+				m.shared = make([]string, es.Len())
+			}
+			m.shared[i] = value
+		case st.wildcard != "" && !st.node.valueToMetric:
+			value = strings.TrimPrefix(st.wildcard, k+"_")
+		case st.byValue || st.node.valueToMetric:
+			value = v
+		}
+		toMetric.WriteString("." + k)
+		if value != "" {
+			toMetric.WriteString("_" + value)
+		}
+	}
+	switch {
+	case m.limit.DetailedMetric && m.shared != nil:
+		m.metric = sharedName(domain, es, m.shared)
+	case m.limit.DetailedMetric:
+		var b strings.Builder
+		b.WriteString(domain)
+		for i := 0; i < es.Len(); i++ {
+			k, v := es.At(i)
+			b.WriteString("." + k + "_" + v)
+		}
+		m.metric = b.String()
+	case toMetric.String() != m.limit.FullKey:
+		m.metric = toMetric.String()
+	}
+}
+
 // sharedName is domain and every entry's key_value, the shared ones under
 // their wildcard value.
-func sharedName(domain string, entries []Entry, shared []string) string {
+func sharedName[E entrySource](domain string, es E, shared []string) string {
 	var b strings.Builder
 	b.WriteString(domain)
-	for i, e := range entries {
-		b.WriteString("." + e.Key)
+	for i := 0; i < es.Len(); i++ {
+		k, v := es.At(i)
+		b.WriteString("." + k)
 		switch {
 		case shared[i] != "":
 			b.WriteString("_" + shared[i])
-		case e.Value != "":
-			b.WriteString("_" + e.Value)
+		case v != "":
+			b.WriteString("_" + v)
 		}
 	}
 	return b.String()

@@ -4,11 +4,12 @@ import (
 	"context"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -65,10 +66,7 @@ func resolve(cfg *Config, req *pb.RateLimitRequest) ([]descriptor, error) {
 	descs := make([]descriptor, len(req.Descriptors))
 	replaced := map[string]bool{}
 	for i, d := range req.Descriptors {
-		entries := make([]Entry, len(d.GetEntries()))
-		for j, e := range d.GetEntries() {
-			entries[j] = Entry{e.GetKey(), e.GetValue()}
-		}
+		entries := pbEntries(d.GetEntries())
 		descs[i].hits = max(uint64(req.GetHitsAddend()), 1)
 		if h := d.GetHitsAddend(); h != nil {
 			descs[i].hits = h.GetValue() // 0 is a check that counts nothing
@@ -84,10 +82,12 @@ func resolve(cfg *Config, req *pb.RateLimitRequest) ([]descriptor, error) {
 			name := domainLabel(cfg, domain) + ".override"
 			m = match{limit: &RateLimit{RequestsPerUnit: o.GetRequestsPerUnit(), Unit: u, FullKey: name}, metric: name}
 		} else {
-			m = cfg.match(domain, entries)
+			m = matchEntries(cfg, domain, entries)
 		}
 		descs[i].limit, descs[i].metric = m.limit, m.metric
-		descs[i].counter = counterKey(cfg.Settings, domain, entries, m.shared)
+		if m.limit != nil {
+			descs[i].counter = counterKey(cfg.Settings, domain, entries, m.shared, m.limit.Unit)
+		}
 		if m.limit != nil {
 			for _, r := range m.limit.Replaces {
 				replaced[r] = true
@@ -102,38 +102,50 @@ func resolve(cfg *Config, req *pb.RateLimitRequest) ([]descriptor, error) {
 	return descs, nil
 }
 
+// pbEntries are a request descriptor's entries as an entrySource.
+type pbEntries []*rlv3.RateLimitDescriptor_Entry
+
+func (e pbEntries) Len() int                  { return len(e) }
+func (e pbEntries) At(i int) (string, string) { return e[i].GetKey(), e[i].GetValue() }
+
 // counterKey names a descriptor's counter: its domain and every key and
 // value (the shared ones under their wildcard value), as
 // envoyproxy/ratelimit keys its cache. central-counter uses upstream's
 // exact layout, the prefix and "domain_key_value_..._" to which the store
-// adds the window's start; the other designs "domain.key_value.key...".
-func counterKey(set Settings, domain string, entries []Entry, shared []string) string {
-	var b strings.Builder
+// adds the window's start; the other designs "domain.key_value.key...|UNIT"
+// (the unit, not the limit: a changed limit keeps the count). One
+// allocation, the key itself.
+func counterKey[E entrySource](set Settings, domain string, es E, shared []string, u Unit) string {
+	var buf [256]byte
+	b := buf[:0]
 	upstream := set.Design == "central-counter"
 	if upstream {
-		b.WriteString(set.CacheKeyPrefix + domain + "_")
+		b = append(append(append(b, set.CacheKeyPrefix...), domain...), '_')
 	} else {
-		b.WriteString(domain + ".")
+		b = append(append(b, domain...), '.')
 	}
-	for i, e := range entries {
-		v := e.Value
+	for i := 0; i < es.Len(); i++ {
+		k, v := es.At(i)
 		if shared != nil && shared[i] != "" {
 			v = shared[i]
 		}
 		switch {
 		case upstream:
-			b.WriteString(e.Key + "_" + v + "_")
-		case i > 0:
-			b.WriteByte('.')
-			fallthrough
+			b = append(append(append(append(b, k...), '_'), v...), '_')
 		default:
-			b.WriteString(e.Key)
+			if i > 0 {
+				b = append(b, '.')
+			}
+			b = append(b, k...)
 			if v != "" {
-				b.WriteString("_" + v)
+				b = append(append(b, '_'), v...)
 			}
 		}
 	}
-	return b.String()
+	if !upstream {
+		b = append(append(b, '|'), u.String()...)
+	}
+	return string(b)
 }
 
 // countAll counts every limited descriptor. With StopIncrement (central-
@@ -186,15 +198,11 @@ func (s *Service) count(ctx context.Context, d descriptor, add uint64) (limiter.
 	if lim.RequestsPerUnit == 0 {
 		return limiter.Decision{Allowed: false, At: s.lim.Now()}, nil
 	}
-	key := d.counter + "|" + lim.Unit.String() // not the limit: a changed limit keeps the count
-	if s.cfg.Load().Settings.Design == "central-counter" {
-		key = d.counter // upstream's layout; the store adds the window
-	}
 	l := limiter.Limit{Requests: int(lim.RequestsPerUnit), Window: lim.Unit.Duration()}
 	if add == 0 {
-		return s.lim.Check(ctx, key, l)
+		return s.lim.Check(ctx, d.counter, l)
 	}
-	return s.lim.AllowLimit(ctx, key, l, int(min(add, math.MaxInt32)))
+	return s.lim.AllowLimit(ctx, d.counter, l, int(min(add, math.MaxInt32)))
 }
 
 // setStatus fills d's status from its decision and counts its outcome.
@@ -205,26 +213,80 @@ func (s *Service) setStatus(cfg *Config, req *pb.RateLimitRequest, d *descriptor
 			Unit: pb.RateLimitResponse_RateLimit_Unit(lim.Unit), Name: lim.Name},
 		DurationUntilReset: durationpb.New(untilReset(cfg.Settings.WindowKind, lim.Unit, dec))}
 	d.over = !dec.Allowed
-	outcome := "within"
+	outcome := within
 	switch {
 	case d.over && lim.ShadowMode:
-		outcome = "shadow"
+		outcome = shadow
 	case d.over:
-		outcome = "over"
+		outcome = overLimit
 		st.Code = pb.RateLimitResponse_OVER_LIMIT
 	default:
 		st.LimitRemaining = uint32(max(dec.Remaining, 0))
 		if float64(uint64(lim.RequestsPerUnit)-uint64(st.LimitRemaining)) >= cfg.Settings.NearRatio*float64(lim.RequestsPerUnit) {
-			outcome = "near"
+			outcome = near
 		}
 	}
 	d.status = st
-	s.decided.WithLabelValues(domainLabel(cfg, req.GetDomain()), outcome).Inc()
+	m := s.metricsFor(cfg)
+	if c := m.domains[req.GetDomain()]; c != nil {
+		c[outcome].Inc()
+	} else {
+		s.decided.WithLabelValues("unconfigured", outcomeNames[outcome]).Inc()
+	}
+	if c := m.limits[d.metric]; c != nil && d.metric == lim.FullKey {
+		c[outcome].Inc()
+		return
+	}
 	name := d.metric
 	if name != lim.FullKey {
 		name = s.detailed.label(name, lim.FullKey+"_other")
 	}
-	s.perLimit.WithLabelValues(name, outcome).Inc()
+	s.perLimit.WithLabelValues(name, outcomeNames[outcome]).Inc()
+}
+
+// The outcomes of a decision, as metric labels.
+const (
+	within = iota
+	near
+	overLimit
+	shadow
+)
+
+var outcomeNames = [...]string{"within", "near", "over", "shadow"}
+
+// outcomes are one label's counters, by outcome.
+type outcomes [len(outcomeNames)]prometheus.Counter
+
+// boundMetrics are the counters of one configuration's domains and limits,
+// looked up once per configuration rather than by label on every request.
+type boundMetrics struct {
+	cfg     *Config
+	domains map[string]*outcomes // by domain
+	limits  map[string]*outcomes // by FullKey, overrides' included
+}
+
+// metricsFor returns cfg's counters, binding them on first use.
+func (s *Service) metricsFor(cfg *Config) *boundMetrics {
+	if m := s.bound.Load(); m != nil && m.cfg == cfg {
+		return m
+	}
+	m := &boundMetrics{cfg: cfg, domains: map[string]*outcomes{}, limits: map[string]*outcomes{}}
+	bind := func(vec *prometheus.CounterVec, label string) *outcomes {
+		var o outcomes
+		for i, n := range outcomeNames {
+			o[i] = vec.WithLabelValues(label, n)
+		}
+		return &o
+	}
+	for _, d := range cfg.Domains() {
+		m.domains[d] = bind(s.decided, d)
+		m.limits[d+".override"] = bind(s.perLimit, d+".override")
+	}
+	for _, l := range cfg.Limits() {
+		m.limits[l.FullKey] = bind(s.perLimit, l.FullKey)
+	}
+	s.bound.Store(m)
+	return m
 }
 
 // untilReset is a descriptor's duration_until_reset: for a fixed window

@@ -34,6 +34,7 @@ type Service struct {
 	latency  prometheus.Histogram
 	syncs    *prometheus.HistogramVec
 	detailed seriesCap
+	bound    atomic.Pointer[boundMetrics]
 	health   *health.Server
 	draining atomic.Bool
 }
