@@ -189,12 +189,15 @@ func applyEnv(fs *pflag.FlagSet, env func(string) (string, bool)) (notes []strin
 	return notes, nil
 }
 
-// addrsFromEnv sets --http-addr from HOST and PORT and --grpc-addr from
-// GRPC_HOST and GRPC_PORT (upstream's defaults: 0.0.0.0, 8080 and 8081).
+// addrsFromEnv sets --http-addr from HOST and PORT, --grpc-addr from
+// GRPC_HOST and GRPC_PORT, and --debug-addr from DEBUG_HOST and DEBUG_PORT
+// (upstream's defaults: 0.0.0.0, 8080, 8081 and 6070; upstream always
+// opens its debug port, fleetlimit only when asked).
 func addrsFromEnv(fs *pflag.FlagSet, env func(string) (string, bool)) string {
 	var bad []string
 	for _, a := range []struct{ flag, host, port, defPort string }{
 		{"http-addr", "HOST", "PORT", "8080"}, {"grpc-addr", "GRPC_HOST", "GRPC_PORT", "8081"},
+		{"debug-addr", "DEBUG_HOST", "DEBUG_PORT", "6070"},
 	} {
 		host, hok := env(a.host)
 		port, pok := env(a.port)
@@ -212,11 +215,6 @@ func addrsFromEnv(fs *pflag.FlagSet, env func(string) (string, bool)) string {
 			continue
 		}
 		fs.Set(a.flag, net.JoinHostPort(host, port))
-	}
-	for _, name := range []string{"DEBUG_HOST", "DEBUG_PORT"} {
-		if _, ok := env(name); ok {
-			bad = append(bad, name+": fleetlimit has no debug listener; its metrics and health are on the HTTP address (HOST, PORT)")
-		}
 	}
 	return strings.Join(bad, "; ")
 }

@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -36,7 +38,7 @@ type serveFlags struct {
 	runtimeRoot, runtimeSub, runtimeApp string
 	ignoreDot, merge                    bool
 	grpcAddr, grpcUDS, httpAddr         string
-	metricsAddr, metricsPath            string
+	metricsAddr, metricsPath, debugAddr string
 	grpcMaxAge, grpcMaxAgeGrace         time.Duration
 	redis                               redisFlags
 	gateways, gateway                   int
@@ -191,6 +193,7 @@ func serveFlagSet(c *cobra.Command, sf *serveFlags) {
 	f.StringVar(&sf.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address (/json, /healthcheck, /metrics)")
 	f.StringVar(&sf.metricsAddr, "metrics-addr", "", "also serve the metrics on this address (PROMETHEUS_ADDR)")
 	f.StringVar(&sf.metricsPath, "metrics-path", "/metrics", "the path of the metrics on --metrics-addr")
+	f.StringVar(&sf.debugAddr, "debug-addr", "", "serve Go's profiles (/debug/pprof/) on this address (DEBUG_HOST, DEBUG_PORT); keep it private")
 	f.DurationVar(&sf.grpcMaxAge, "grpc-max-connection-age", 24*time.Hour, "close a gRPC connection after this long with a GoAway")
 	f.DurationVar(&sf.grpcMaxAgeGrace, "grpc-max-connection-age-grace", time.Hour, "then force it closed after this long")
 	r := &sf.redis
@@ -413,7 +416,13 @@ func serve(ctx context.Context, sf serveFlags, src rls.Source, cfg *rls.Config, 
 		lim.Close()
 		return runError{err}
 	}
-	opts := append(sf.grpcOpts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: sf.grpcMaxAge, MaxConnectionAgeGrace: sf.grpcMaxAgeGrace}))
+	// Stream workers: a request is served on a goroutine that lives on,
+	// whose stack has already grown, instead of a new one per request,
+	// whose stack growth cost 14% of serve's CPU under load (the profile in
+	// docs/performance.md). A request finding every worker busy still gets
+	// a goroutine of its own.
+	opts := append(sf.grpcOpts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: sf.grpcMaxAge, MaxConnectionAgeGrace: sf.grpcMaxAgeGrace}),
+		grpc.NumStreamWorkers(uint32(4*runtime.GOMAXPROCS(0))))
 	gs := grpc.NewServer(opts...)
 	svc.Register(gs)
 	go svc.WatchHealth(ctx, 100*time.Millisecond)
@@ -425,6 +434,11 @@ func serve(ctx context.Context, sf serveFlags, src rls.Source, cfg *rls.Config, 
 	if sf.metricsAddr != "" {
 		ms = &http.Server{Addr: sf.metricsAddr, Handler: metricsOnly(svc.Handler(), sf.metricsPath), ReadHeaderTimeout: 5 * time.Second}
 		go func() { errs <- ms.ListenAndServe() }()
+	}
+	if sf.debugAddr != "" {
+		ds := &http.Server{Addr: sf.debugAddr, Handler: debugMux(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { errs <- ds.ListenAndServe() }()
+		defer ds.Close()
 	}
 	go rls.Watch(ctx, src, svc, log, sf.reload)
 	where := "embedded store"
@@ -459,6 +473,17 @@ func serve(ctx context.Context, sf serveFlags, src rls.Source, cfg *rls.Config, 
 		return runError{serveErr}
 	}
 	return nil
+}
+
+// debugMux serves Go's profiles, as upstream's debug port does.
+func debugMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // metricsOnly serves h's /metrics at path, and nothing else.
