@@ -745,7 +745,7 @@ type entrySource interface {
 
 type entriesOf []Entry
 
-func (e entriesOf) Len() int                 { return len(e) }
+func (e entriesOf) Len() int                  { return len(e) }
 func (e entriesOf) At(i int) (string, string) { return e[i].Key, e[i].Value }
 
 // match is a descriptor's limit and what it is counted and measured by.

@@ -31,7 +31,7 @@ compares services, not decisions per second. Point it at loopback addresses
 only.`,
 		Example: `  fleetlimit loadgen --target 127.0.0.1:8081 --domain edge --key api_key --concurrency 32 --duration 10s
   fleetlimit loadgen --cpu serve=$(pgrep -f 'fleetlimit serve') --cpu redis=$(pgrep redis-server)`,
-		Args:    cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
 				return usageError{err}
