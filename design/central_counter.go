@@ -12,6 +12,7 @@ func init() {
 		NoSync:      true,
 		FixedWindow: true,
 		CheckOnly:   true,
+		SharedIndex: true,
 		New:         newCentralCounter,
 	})
 }

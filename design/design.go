@@ -134,6 +134,10 @@ type Info struct {
 	// limit (central-counter asks the store). For the others a driver
 	// answers a check from View.
 	CheckOnly bool
+	// SharedIndex is true for designs whose every decision the store makes
+	// (central-counter): replicas may share one gateway index, and need
+	// not claim one.
+	SharedIndex bool
 	// New builds the design for one gateway from a valid Config.
 	New func(Config) Gateway
 }

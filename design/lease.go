@@ -53,8 +53,11 @@ type lease struct {
 	// store's central check instead, which logs it there. (A driver that
 	// syncs atomically, like the simulator, never sees it.)
 	syncing bool
-	count   int         // the store's count at the last pull or central answer
-	central *window.Log // admits the central check logged, for the fallback quota; nil until one
+	count   int // the store's count at the last pull
+	// centralSince are the requests the central check admitted since the
+	// last pull: part of the count the gateway knows, not yet in count.
+	centralSince int
+	central      *window.Log // admits the central check logged, for the fallback quota; nil until one
 }
 
 // MaxLeaseBuckets bounds the arrival counters a lease keeps per key.
@@ -127,10 +130,10 @@ func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 
 func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
 	if q.Kind == store.QueryCentral {
-		l.count = a.Count
 		if !a.Admit {
 			return Reject
 		}
+		l.centralSince += n
 		if l.central == nil {
 			l.central = window.New(l.cfg.Window, l.local.quota)
 		}
@@ -176,7 +179,9 @@ func (l *lease) SyncPush(now int64) store.Push {
 }
 
 func (l *lease) SyncPull(now int64, p store.Pull) {
-	l.grant, l.count = p.Granted, p.Count
+	// The pull's count holds the central admits that reached the store
+	// before this sync's push; those after it wait for the next pull.
+	l.grant, l.count, l.centralSince = p.Granted, p.Count, 0
 	l.local.settle()
 	l.wait = false
 	l.syncing = false
@@ -243,7 +248,9 @@ func (l *lease) PullsView() bool { return false }
 // View returns the slots held for lease, for which more come only with a
 // sync. lease-ask, which asks the store when they run out, sees what the
 // store's last count left of the limit, less its own admits since, and at
-// least the slots it holds. With fallback set it is the local quota's view.
+// least the slots it holds; a central admit made while a sync was in flight
+// and reaching the store after its push is missing from it until the next
+// pull. With fallback set it is the local quota's view.
 func (l *lease) View(now int64, fallback bool) (int, int64) {
 	if fallback {
 		if l.central != nil {
@@ -256,5 +263,5 @@ func (l *lease) View(now int64, fallback bool) (int, int64) {
 	if !l.ask {
 		return l.grant, 0
 	}
-	return max(l.grant, l.cfg.Limit-l.count-l.local.sinceSyncCount(now)), 0
+	return max(l.grant, l.cfg.Limit-l.count-l.centralSince-l.local.sinceSyncCount(now)), 0
 }

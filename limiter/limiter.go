@@ -71,6 +71,17 @@ type Config struct {
 	// reads the wall clock on every call instead.
 	ClockResolution time.Duration
 	Rand            *rand.Rand // for the sync phase; default a random one
+	// ClaimTTL is how long this gateway's claim of its index on a shared
+	// store (store.Claimer: Redis) lasts unless renewed, which it is every
+	// third of it; default 10 s. A process that finds its index held by
+	// another live one waits up to ClaimTTL for it to expire (a crashed
+	// holder's does), then refuses to start.
+	ClaimTTL time.Duration
+	// Instance names this process in its claim; default host:pid:random.
+	Instance string
+	// Fleet names the fleet whose indexes the claims are of; default
+	// "default". Fleets that share a store need names of their own.
+	Fleet string
 }
 
 // Limit is a per-key limit that overrides the Limiter's default.
@@ -110,6 +121,9 @@ type Stats struct {
 	LastSyncKeys  int           // keys in the last sync
 	Evicted       int64         // keys evicted
 	FallbackAdmit int64         // requests admitted by the fallback
+	// ClaimLost is true while another process holds this gateway's index
+	// on the shared store.
+	ClaimLost bool
 }
 
 // Limiter enforces limits for one gateway. It is safe for concurrent use.
@@ -136,10 +150,13 @@ type Limiter struct {
 
 	onSync atomic.Pointer[func(time.Duration, error)]
 
-	stop   chan struct{}
-	done   chan struct{}
-	closed atomic.Bool
-	clock  *coarseClock // nil when Config.Now was given
+	stop      chan struct{}
+	done      chan struct{}
+	claimStop chan struct{} // ends the claim's renewal; nil without a claim
+	claimDone chan struct{} // closed when it has ended
+	claimLost atomic.Bool
+	closed    atomic.Bool
+	clock     *coarseClock // nil when Config.Now was given
 }
 
 // withDefaults fills in c's defaults and checks it.
@@ -157,6 +174,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Design == "" {
 		c.Design = "shared-counter"
 	}
+	if c.Fleet == "" {
+		c.Fleet = "default"
+	}
 	defInt(&c.Limit, 100)
 	defInt(&c.Gateways, 1)
 	defInt(&c.MaxKeys, 100_000)
@@ -167,8 +187,9 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.SyncTimeout, min(500*time.Millisecond, c.Sync))
 	def(&c.IdleAfter, 2*c.Window)
 	def(&c.CloseTimeout, 10*time.Second)
+	def(&c.ClaimTTL, 10*time.Second)
 	switch {
-	case c.Timeout < 0 || c.SyncTimeout < 0 || c.IdleAfter < 0 || c.CloseTimeout < 0:
+	case c.Timeout < 0 || c.SyncTimeout < 0 || c.IdleAfter < 0 || c.CloseTimeout < 0 || c.ClaimTTL < 0:
 		return c, errors.New("limiter: timeouts must be positive")
 	case c.MaxKeys < 1 || c.SyncBatch < 1:
 		return c, errors.New("limiter: MaxKeys and SyncBatch must be at least 1")
@@ -218,6 +239,12 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	if l.cfg.Rand == nil {
 		l.cfg.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if err := l.claim(); err != nil {
+		if l.clock != nil {
+			l.clock.release()
+		}
+		return nil, err
 	}
 	phase := time.Duration(l.cfg.Rand.Int64N(int64(l.cfg.Sync)))
 	l.nextSync.Store(l.cfg.Now() + int64(phase))
@@ -409,6 +436,7 @@ func (l *Limiter) Stats() Stats {
 		Degraded:      l.degraded.Load(),
 		LastSync:      time.Duration(l.stats.lastSync.Load()),
 		LastSyncKeys:  int(l.stats.lastKeys.Load()),
+		ClaimLost:     l.claimLost.Load(),
 		Evicted:       l.stats.evicted.Load(),
 	}
 }

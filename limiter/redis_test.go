@@ -86,7 +86,7 @@ func TestFleetOnRedis(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				l, err := New(Config{Design: name, Limit: limit, Window: win, Sync: delta, Gateways: k, Gateway: i, Store: st, Logger: quietLog})
+				l, err := New(Config{Design: name, Limit: limit, Window: win, Sync: delta, Gateways: k, Gateway: i, Store: st, Logger: quietLog, Fleet: name})
 				if err != nil {
 					t.Fatal(err)
 				}

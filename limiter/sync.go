@@ -169,6 +169,10 @@ func (l *Limiter) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.CloseTimeout)
 	defer cancel()
 	err := l.SyncNow(ctx)
+	if l.claimStop != nil { // released after the last sync's pushes
+		close(l.claimStop)
+		<-l.claimDone
+	}
 	if l.clock != nil {
 		l.clock.release()
 	}

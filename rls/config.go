@@ -167,6 +167,12 @@ type Settings struct {
 	// CacheKeyPrefix starts central-counter's Redis keys, as
 	// envoyproxy/ratelimit's CACHE_KEY_PREFIX.
 	CacheKeyPrefix string `yaml:"cache_key_prefix"`
+	// Fleet names the fleet whose gateway indexes this process claims on
+	// Redis; default "default". Fleets sharing one Redis need their own.
+	Fleet string `yaml:"fleet"`
+	// ClaimTTL is how long a claim of a gateway index lasts unless
+	// renewed; default 10s.
+	ClaimTTL time.Duration `yaml:"claim_ttl"`
 }
 
 // HeaderStyle is the form of the rate limit response headers.
@@ -188,7 +194,7 @@ const (
 // the limiter's.
 func (s Settings) Limiter(st store.Backend, log *slog.Logger) limiter.Config {
 	return limiter.Config{Design: s.Design, WindowKind: s.WindowKind, Sync: s.Sync, Gateways: s.Gateways,
-		Gateway: s.Gateway, Store: st, Timeout: s.Timeout, FailClosed: s.FailClosed, Logger: log}
+		Gateway: s.Gateway, Store: st, Timeout: s.Timeout, FailClosed: s.FailClosed, Logger: log, Fleet: s.Fleet, ClaimTTL: s.ClaimTTL}
 }
 
 // Bounds on the fleetlimit settings: a sync far below 10 ms only burns CPU
@@ -707,6 +713,8 @@ func (s Settings) validate(file string) error {
 		return bad(fmt.Sprintf("timeout %v: want a positive duration of at most %v", s.Timeout, MaxTimeout))
 	case s.NearRatio <= 0 || s.NearRatio > 1:
 		return bad("near_ratio must be in (0, 1]")
+	case s.ClaimTTL < 0 || (s.ClaimTTL > 0 && s.ClaimTTL < 100*time.Millisecond) || s.ClaimTTL > time.Hour:
+		return bad(fmt.Sprintf("claim_ttl %v: want from 100ms to 1h", s.ClaimTTL))
 	case s.Headers != HeadersDraft && s.Headers != HeadersLegacy:
 		return bad(fmt.Sprintf("headers %q: want draft or legacy", s.Headers))
 	case s.StopIncrement && s.Design != "central-counter":

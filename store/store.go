@@ -9,6 +9,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -143,4 +144,16 @@ type Backend interface {
 // knows that its store is down.
 type Pinger interface {
 	Ping(ctx context.Context) error
+}
+
+// Claimer is a Backend shared by processes (Redis) on which a gateway
+// claims its index, so that two live processes never act as one gateway:
+// two of them would each admit that gateway's share, and the fleet more
+// than its limit. A claim lasts ttl unless renewed.
+type Claimer interface {
+	// Claim takes or renews index gw of fleet for the claimant id for
+	// ttl. When another claimant holds it, ok is false and holder names it.
+	Claim(ctx context.Context, fleet string, gw int, id string, ttl time.Duration) (holder string, ok bool, err error)
+	// Release gives index gw of fleet up, if id holds it.
+	Release(ctx context.Context, fleet string, gw int, id string) error
 }

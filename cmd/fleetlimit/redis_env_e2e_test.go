@@ -70,3 +70,20 @@ func TestServeRedisSentinelSocketCluster(t *testing.T) {
 		}
 	}
 }
+
+// Two serve processes with one gateway index on one Redis: the second is
+// refused, saying why, once the first's claim has outlived its TTL; with
+// its own index it starts.
+func TestServeRefusesASharedGatewayIndex(t *testing.T) {
+	srv := redistest.Start(t)
+	startUpstreamServe(t, "REDIS_URL="+srv.Addr, "FLEETLIMIT_GATEWAYS=2", "FLEETLIMIT_CLAIM_TTL=500ms")
+	cmd := exec.Command(os.Args[0], "serve", "--runtime-root", "testdata/upstream", "--runtime-subdirectory", "ratelimit",
+		"--grpc-addr", freeAddr(t), "--http-addr", freeAddr(t))
+	cmd.Env = append(os.Environ(), "FLEETLIMIT_E2E_CHILD=1", "USE_STATSD=false", "REDIS_URL="+srv.Addr, "FLEETLIMIT_GATEWAYS=2", "FLEETLIMIT_CLAIM_TTL=500ms")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "gateway index 0 of 2 of fleet \"default\" is held by another live process") {
+		t.Fatalf("a second gateway 0: %v, saying:\n%s", err, out)
+	}
+	s := startUpstreamServe(t, "REDIS_URL="+srv.Addr, "FLEETLIMIT_GATEWAYS=2", "FLEETLIMIT_GATEWAY=1", "FLEETLIMIT_CLAIM_TTL=500ms")
+	replayKey2(t, s)
+}

@@ -42,6 +42,8 @@ type serveFlags struct {
 	grpcMaxAge, grpcMaxAgeGrace         time.Duration
 	redis                               redisFlags
 	gateways, gateway                   int
+	fleet                               string
+	claimTTL                            time.Duration
 	set                                 settingFlags
 	reload, drain                       time.Duration
 	logLevel, logFormat                 string
@@ -208,7 +210,9 @@ func serveFlagSet(c *cobra.Command, sf *serveFlags) {
 	f.IntVar(&r.pool, "redis-pool-size", 0, "connections per Redis node (default go-redis's, 10 per CPU)")
 	f.DurationVar(&r.dialTimeout, "redis-dial-timeout", 5*time.Second, "timeout to connect to Redis")
 	f.IntVar(&sf.gateways, "gateways", 1, "gateways in the fleet (overrides the config's fleetlimit.gateways)")
-	f.IntVar(&sf.gateway, "gateway", 0, "this gateway's index (overrides the config's fleetlimit.gateway)")
+	f.IntVar(&sf.gateway, "gateway", 0, "this gateway's index (overrides the config's fleetlimit.gateway); claimed on Redis, so that two live processes never share one")
+	f.DurationVar(&sf.claimTTL, "claim-ttl", 10*time.Second, "how long this process's claim of its gateway index on Redis lasts unless renewed (every third of it); a process that finds its index held waits this long before refusing to start")
+	f.StringVar(&sf.fleet, "fleet", "default", "the fleet's name, for the gateway index claims on Redis: fleets that share one Redis need names of their own")
 	st := &sf.set
 	f.StringVar(&st.design, "design", "shared-counter", "coordination design (central-counter counts as envoyproxy/ratelimit does, in its Redis keys)")
 	f.StringVar(&st.windowKind, "window-kind", "fixed", "fixed or sliding")
@@ -272,6 +276,8 @@ func (sf serveFlags) settings(f *pflag.FlagSet, set *rls.Settings) error {
 	over("fail-closed", func() { set.FailClosed = st.failClosed })
 	over("gateways", func() { set.Gateways = sf.gateways })
 	over("gateway", func() { set.Gateway = sf.gateway })
+	over("fleet", func() { set.Fleet = sf.fleet })
+	over("claim-ttl", func() { set.ClaimTTL = sf.claimTTL })
 	over("response-headers", func() { set.ResponseHeaders = st.responseHeaders })
 	over("headers", func() { set.Headers = rls.HeaderStyle(st.headers) })
 	over("limit-header", func() { set.LimitHeader = st.limitHeader })

@@ -379,6 +379,41 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 	return store.Answer{}, fmt.Errorf("redisstore: unknown query kind %d", q.Kind)
 }
 
+// claimScript: KEYS = the claim; ARGV = id, ttl ms. Takes the claim if it
+// is free or id's, renewing it; returns "" then, or the holder.
+var claimScript = redis.NewScript(`
+local h = redis.call('GET', KEYS[1])
+if h and h ~= ARGV[1] then return h end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return ''
+`)
+
+// releaseScript: KEYS = the claim; ARGV = id. Deletes it if id holds it.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+`)
+
+// claimKey is the Redis key of the claim of fleet's gateway index gw.
+func (s *Store) claimKey(fleet string, gw int) string {
+	return s.prefix + "gateway:" + fleet + ":" + strconv.Itoa(gw)
+}
+
+// Claim takes or renews fleet's gateway index gw for id for ttl
+// (store.Claimer).
+func (s *Store) Claim(ctx context.Context, fleet string, gw int, id string, ttl time.Duration) (string, bool, error) {
+	h, err := claimScript.Run(ctx, s.rdb, []string{s.claimKey(fleet, gw)}, id, ttl.Milliseconds()).Text()
+	if err != nil {
+		return "", false, err
+	}
+	return h, h == "", nil
+}
+
+// Release gives fleet's gateway index gw up if id holds it (store.Claimer).
+func (s *Store) Release(ctx context.Context, fleet string, gw int, id string) error {
+	return releaseScript.Run(ctx, s.rdb, []string{s.claimKey(fleet, gw)}, id).Err()
+}
+
 // CounterKey is the Redis key of name's fixed-window counter for the
 // window holding now: name followed by the window's start in Unix seconds,
 // with no prefix and no hash tag. It is envoyproxy/ratelimit's layout when

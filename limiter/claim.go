@@ -1,0 +1,75 @@
+package limiter
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/store"
+)
+
+// claim takes this gateway's index on a shared store, waiting up to
+// ClaimTTL for another holder's claim to expire, and starts renewing it.
+// A store that is not shared (no store.Claimer) needs none.
+func (l *Limiter) claim() error {
+	c, ok := l.st.(store.Claimer)
+	if !ok || l.info.SharedIndex {
+		return nil
+	}
+	if l.cfg.Instance == "" {
+		host, _ := os.Hostname()
+		l.cfg.Instance = fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), rand.Uint32())
+	}
+	deadline := time.Now().Add(l.cfg.ClaimTTL)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.SyncTimeout)
+		holder, ok, err := c.Claim(ctx, l.cfg.Fleet, l.cfg.Gateway, l.cfg.Instance, l.cfg.ClaimTTL)
+		cancel()
+		switch {
+		case err != nil:
+			return fmt.Errorf("limiter: claiming gateway index %d on the store: %w", l.cfg.Gateway, err)
+		case ok:
+			l.claimStop, l.claimDone = make(chan struct{}), make(chan struct{})
+			go l.renewClaim(c)
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("limiter: gateway index %d of %d of fleet %q is held by another live process (%s), which has renewed it for %v: "+
+				"two processes with one index would each admit its share, and the fleet more than its limit; give each process its own index "+
+				"(or, for another fleet on the same store, its own fleet name)",
+				l.cfg.Gateway, l.cfg.Gateways, l.cfg.Fleet, holder, l.cfg.ClaimTTL)
+		}
+		time.Sleep(min(l.cfg.ClaimTTL/10, time.Second))
+	}
+}
+
+// renewClaim renews the claim every third of ClaimTTL until Close. A claim
+// found held by another process (this one was cut off for longer than the
+// TTL) is said once, counted in Stats.ClaimLost, and taken back when it
+// is free again.
+func (l *Limiter) renewClaim(c store.Claimer) {
+	defer close(l.claimDone)
+	t := time.NewTicker(l.cfg.ClaimTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.claimStop:
+			ctx, cancel := context.WithTimeout(context.Background(), l.cfg.SyncTimeout)
+			c.Release(ctx, l.cfg.Fleet, l.cfg.Gateway, l.cfg.Instance)
+			cancel()
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.SyncTimeout)
+		holder, ok, err := c.Claim(ctx, l.cfg.Fleet, l.cfg.Gateway, l.cfg.Instance, l.cfg.ClaimTTL)
+		cancel()
+		if err != nil {
+			continue // the store is unreachable: the syncs say so
+		}
+		if lost := !ok; l.claimLost.Swap(lost) != lost && lost {
+			l.cfg.Logger.Error("fleetlimit: another process holds this gateway's index; both admit its share until one stops",
+				"gateway", l.cfg.Gateway, "holder", holder)
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package limiter
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/internal/redistest"
+	"github.com/fleetlimit/fleetlimit/store/redisstore"
+)
+
+// On a shared store a gateway claims its index: a second live process with
+// the same index is refused, with a message that says why; another index,
+// or another fleet, is not; a closed gateway's index is free at once, and a
+// crashed one's once its claim expires.
+func TestGatewayIndexIsClaimed(t *testing.T) {
+	srv := redistest.Start(t)
+	open := func(gw int, fleet string) (*Limiter, error) {
+		t.Helper()
+		st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return New(Config{Gateways: 2, Gateway: gw, Store: st, ClaimTTL: 600 * time.Millisecond, Fleet: fleet, Logger: quietLog})
+	}
+	a, err := open(0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := open(0, ""); err == nil || !strings.Contains(err.Error(), "gateway index 0 of 2 of fleet \"default\" is held by another live process") {
+		t.Fatalf("a second gateway 0: %v", err)
+	} else if waited := time.Since(start); waited < 500*time.Millisecond {
+		t.Fatalf("refused after %v: it must wait out the holder's TTL first", waited)
+	}
+	b, err := open(1, "")
+	if err != nil {
+		t.Fatalf("gateway 1: %v", err)
+	}
+	defer b.Close()
+	other, err := open(0, "other")
+	if err != nil {
+		t.Fatalf("gateway 0 of another fleet: %v", err)
+	}
+	defer other.Close()
+	a.Close()
+	c, err := open(0, "")
+	if err != nil {
+		t.Fatalf("gateway 0 after its holder closed: %v", err)
+	}
+	c.Close()
+
+	// A crashed holder: its claim, never renewed, expires.
+	rdb := srv.Client()
+	defer rdb.Close()
+	if err := rdb.Set(context.Background(), "fl:gateway:default:0", "crashed:1:0", 300*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := open(0, "")
+	if err != nil {
+		t.Fatalf("gateway 0 after a crashed holder's claim expired: %v", err)
+	}
+	d.Close()
+}
