@@ -134,3 +134,27 @@ func TestLeaseAskRemaining(t *testing.T) {
 		}
 	}
 }
+
+// fleetlimit's own settings are checked, whatever sets them.
+func TestSettingsBounds(t *testing.T) {
+	for _, set := range []Settings{{MaxKeys: -1}, {MaxKeys: MaxKeys + 1}, {ClaimTTL: time.Millisecond}, {ClaimTTL: 2 * time.Hour},
+		{Headers: "both"}, {StopIncrement: true}} {
+		s := DefaultSettings()
+		if set.MaxKeys != 0 {
+			s.MaxKeys = set.MaxKeys
+		}
+		if set.ClaimTTL != 0 {
+			s.ClaimTTL = set.ClaimTTL
+		}
+		if set.Headers != "" {
+			s.Headers = set.Headers
+		}
+		s.StopIncrement = set.StopIncrement
+		if err := s.Validate(); err == nil {
+			t.Errorf("%+v: accepted", set)
+		}
+	}
+	if err := DefaultSettings().Validate(); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+}

@@ -173,6 +173,9 @@ type Settings struct {
 	// ClaimTTL is how long a claim of a gateway index lasts unless
 	// renewed; default 10s.
 	ClaimTTL time.Duration `yaml:"claim_ttl"`
+	// MaxKeys bounds the keys this process holds; default 100,000 (see
+	// limiter.Config.MaxKeys for the eviction rule).
+	MaxKeys int `yaml:"max_keys"`
 }
 
 // HeaderStyle is the form of the rate limit response headers.
@@ -194,7 +197,7 @@ const (
 // the limiter's.
 func (s Settings) Limiter(st store.Backend, log *slog.Logger) limiter.Config {
 	return limiter.Config{Design: s.Design, WindowKind: s.WindowKind, Sync: s.Sync, Gateways: s.Gateways,
-		Gateway: s.Gateway, Store: st, Timeout: s.Timeout, FailClosed: s.FailClosed, Logger: log, Fleet: s.Fleet, ClaimTTL: s.ClaimTTL}
+		Gateway: s.Gateway, Store: st, Timeout: s.Timeout, FailClosed: s.FailClosed, Logger: log, Fleet: s.Fleet, ClaimTTL: s.ClaimTTL, MaxKeys: s.MaxKeys}
 }
 
 // Bounds on the fleetlimit settings: a sync far below 10 ms only burns CPU
@@ -205,6 +208,7 @@ const (
 	MaxSync     = time.Hour
 	MaxGateways = 4096
 	MaxTimeout  = 10 * time.Second
+	MaxKeys     = 100_000_000
 )
 
 // Config is a loaded configuration: one or more domains and the settings.
@@ -715,6 +719,8 @@ func (s Settings) validate(file string) error {
 		return bad("near_ratio must be in (0, 1]")
 	case s.ClaimTTL < 0 || (s.ClaimTTL > 0 && s.ClaimTTL < 100*time.Millisecond) || s.ClaimTTL > time.Hour:
 		return bad(fmt.Sprintf("claim_ttl %v: want from 100ms to 1h", s.ClaimTTL))
+	case s.MaxKeys < 0 || s.MaxKeys > MaxKeys:
+		return bad(fmt.Sprintf("max_keys %d: want 1 to %d (0: the default, 100,000)", s.MaxKeys, MaxKeys))
 	case s.Headers != HeadersDraft && s.Headers != HeadersLegacy:
 		return bad(fmt.Sprintf("headers %q: want draft or legacy", s.Headers))
 	case s.StopIncrement && s.Design != "central-counter":
