@@ -33,6 +33,7 @@ var Layers = map[string][]string{
 	"loadgen":            nil,
 	"internal/purity":    nil,
 	"internal/redistest": nil,
+	"scripts/sidebyside": {"loadgen"},
 }
 
 // CheckLayers returns every import in the module's non-test files that
