@@ -11,8 +11,8 @@ const never = math.MaxInt64
 
 // arrival is a request known ahead of its turn.
 type arrival struct {
-	t int64
-	g int
+	t    int64
+	g, c int // gateway, traffic
 }
 
 // lazySched is the lazy mode's bookkeeping for one gateway.
@@ -99,14 +99,13 @@ func (lr *lazyRun) catchUp(i int, n int64) {
 // gateway must have performed before deciding it.
 func (lr *lazyRun) generate() {
 	r := lr.r
-	t := r.src.next()
+	t, g, c := r.src.next()
 	if t >= r.end {
 		lr.done = true
 		return
 	}
 	lr.genT = t
-	g := r.route.pick()
-	lr.buf = append(lr.buf, arrival{t, g})
+	lr.buf = append(lr.buf, arrival{t, g, c})
 	if !lr.pulls {
 		return
 	}
@@ -177,7 +176,7 @@ func (lr *lazyRun) run() {
 		}
 		lr.syncUpTo(a.t)
 		lr.catchUp(a.g, lr.lastBefore(a.g, a.t)+1)
-		r.arrive(a.t, a.g)
+		r.arrive(a.t, a.g, a.c)
 		lr.reschedule(a.g)
 	}
 	lr.syncUpTo(r.end - 1)

@@ -1,6 +1,10 @@
 package sim
 
-import "github.com/fleetlimit/fleetlimit/design"
+import (
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/design"
+)
 
 // meter counts what a run does.
 type meter struct {
@@ -22,10 +26,30 @@ type meter struct {
 	heldTotal int64 // lease slots held unused, fleet-wide
 	heldAt    int64
 	heldArea  float64
+
+	// with several traffics or a flood that starts late: each traffic's
+	// requests and rejections before and from attack, the first late
+	// flood's start, and the worst window holding it
+	parts       []partCount
+	attack      int64 // 0: no flood starts late
+	worstAttack int
 }
 
+// partCount is one traffic's counts, before the attack and from it.
+type partCount struct{ before, during [2]int64 } // {requests, rejected}
+
 func newMeter(p Params, leases bool) *meter {
-	return &meter{p: p, w: int64(p.Window), leases: leases, fixedIdx: -1}
+	m := &meter{p: p, w: int64(p.Window), leases: leases, fixedIdx: -1}
+	mix := p.Mix()
+	for _, t := range mix {
+		if t.Kind == Flood && t.Start > 0 && (m.attack == 0 || int64(t.Start) < m.attack) {
+			m.attack = int64(t.Start)
+		}
+	}
+	if len(mix) > 1 || m.attack > 0 {
+		m.parts = make([]partCount, len(mix))
+	}
+	return m
 }
 
 func (m *meter) held(t int64, delta int) {
@@ -37,8 +61,18 @@ func (m *meter) held(t int64, delta int) {
 	m.heldTotal += int64(delta)
 }
 
-func (m *meter) record(t int64, v design.Verdict) {
+func (m *meter) record(t int64, v design.Verdict, c int) {
 	m.requests++
+	if m.parts != nil {
+		pc := &m.parts[c].during
+		if t < m.attack {
+			pc = &m.parts[c].before
+		}
+		pc[0]++
+		if v != design.Admit {
+			pc[1]++
+		}
+	}
 	if v != design.Admit {
 		m.rejected++
 		return
@@ -57,8 +91,10 @@ func (m *meter) record(t int64, v design.Verdict) {
 		m.win, m.winHead = m.win[:n], 0
 	}
 	m.win = append(m.win, t)
-	if n := len(m.win) - m.winHead; n > m.worst {
-		m.worst = n
+	n := len(m.win) - m.winHead
+	m.worst = max(m.worst, n)
+	if m.attack > 0 && t >= m.attack && t < m.attack+m.w { // a window (t-W, t] that holds the attack's start
+		m.worstAttack = max(m.worstAttack, n)
 	}
 	// worst fixed window
 	if idx := t / m.w; idx != m.fixedIdx {
@@ -88,6 +124,14 @@ func (m *meter) result(end int64) Result {
 	if m.requests > 0 {
 		r.RejectedPct = 100 * float64(m.rejected) / float64(m.requests)
 		r.RoundTripPct = 100 * float64(m.roundTrips) / float64(m.requests)
+	}
+	if m.attack > 0 {
+		r.AttackStart = time.Duration(m.attack)
+		r.AttackWindowX = float64(m.worstAttack) / l
+	}
+	for i, pc := range m.parts {
+		r.Parts = append(r.Parts, PartResult{Traffic: m.p.Mix()[i].String(),
+			Before: Counts{pc.before[0], pc.before[1]}, During: Counts{pc.during[0], pc.during[1]}})
 	}
 	return r
 }

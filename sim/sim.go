@@ -11,6 +11,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"time"
@@ -22,13 +23,16 @@ import (
 
 // Params fully determine a run.
 type Params struct {
-	Design      string
-	Gateways    int           // K
-	Sync        time.Duration // Δ
-	Limit       int           // L
-	Window      time.Duration // W
-	WindowKind  window.Kind
-	Traffic     Traffic
+	Design     string
+	Gateways   int           // K
+	Sync       time.Duration // Δ
+	Limit      int           // L
+	Window     time.Duration // W
+	WindowKind window.Kind
+	Traffic    Traffic
+	// Also are further traffics on the same key, arriving together with
+	// Traffic (an honest client and a flood, say).
+	Also        []Traffic
 	Routing     Routing
 	Duration    time.Duration // simulated time
 	AlignedSync bool          // every gateway syncs at the multiples of Δ
@@ -83,8 +87,6 @@ func (p Params) Validate() error {
 		return fmt.Errorf("window %v: must be a positive duration, e.g. 1m", p.Window)
 	case p.WindowKind != window.Sliding && p.WindowKind != window.Fixed:
 		return fmt.Errorf("window kind %v: want sliding or fixed", p.WindowKind)
-	case p.Traffic.Kind < Steady || p.Traffic.Kind > Flood || !(p.Traffic.Factor > 0):
-		return fmt.Errorf("traffic %v: want steady:F, pageload:F or flood:M with a positive number", p.Traffic)
 	case p.Routing != Even && p.Routing != Uneven:
 		return fmt.Errorf("routing %v: want even or uneven", p.Routing)
 	case p.Duration <= p.Window:
@@ -92,12 +94,17 @@ func (p Params) Validate() error {
 	case p.Duration > MaxDuration:
 		return fmt.Errorf("duration %v: must be at most %v of simulated time", p.Duration, MaxDuration)
 	}
-	expected := p.Traffic.Factor * float64(p.Limit) * float64(p.Duration) / float64(p.Window)
+	for _, t := range p.Mix() {
+		if err := t.validate(p); err != nil {
+			return err
+		}
+	}
+	expected := p.expected()
 	switch {
 	case expected > MaxRequests:
-		return fmt.Errorf("traffic %v for %v at limit %d is about %.3g requests: more than the %.0g a run allows", p.Traffic, p.Duration, p.Limit, expected, float64(MaxRequests))
+		return fmt.Errorf("traffic %v for %v at limit %d is about %.3g requests: more than the %.0g a run allows", p.MixString(), p.Duration, p.Limit, expected, float64(MaxRequests))
 	case expected < 1:
-		return fmt.Errorf("traffic %v for %v at limit %d is about %.3g requests: fewer than one, so the run would measure nothing", p.Traffic, p.Duration, p.Limit, expected)
+		return fmt.Errorf("traffic %v for %v at limit %d is about %.3g requests: fewer than one, so the run would measure nothing", p.MixString(), p.Duration, p.Limit, expected)
 	}
 	if syncs := float64(p.Gateways) * float64(p.Duration) / float64(p.Sync); syncs > MaxSyncs {
 		return fmt.Errorf("%d gateways syncing every %v for %v make %.3g syncs: more than the %.0g a run allows", p.Gateways, p.Sync, p.Duration, syncs, float64(MaxSyncs))
@@ -105,10 +112,46 @@ func (p Params) Validate() error {
 	return nil
 }
 
+// validate reports what is wrong with t in run p.
+func (t Traffic) validate(p Params) error {
+	switch {
+	case t.Kind < Steady || t.Kind > Flood || !(t.Factor > 0):
+		return fmt.Errorf("traffic %v: want steady:F, pageload:F or flood:M with a positive number", t)
+	case t.Target > p.Gateways:
+		return fmt.Errorf("traffic %v: it targets %d gateways of %d", t, t.Target, p.Gateways)
+	case t.Start >= p.Duration:
+		return fmt.Errorf("traffic %v: it starts at %v, not before the run ends at %v", t, t.Start, p.Duration)
+	case (t.On > 0) != (t.Off > 0) || t.On < 0 || t.Off < 0:
+		return fmt.Errorf("traffic %v: a pulse needs ON and OFF, both positive", t)
+	}
+	return nil
+}
+
+// expected is the run's expected number of requests.
+func (p Params) expected() float64 {
+	var n float64
+	for _, t := range p.Mix() {
+		n += t.Factor * t.share() * float64(p.Limit) * float64(p.Duration-t.Start) / float64(p.Window)
+	}
+	return n
+}
+
+// Mix is every traffic of the run: Traffic, then Also.
+func (p Params) Mix() []Traffic { return append([]Traffic{p.Traffic}, p.Also...) }
+
+// MixString is the --traffic spec of the run's mix.
+func (p Params) MixString() string {
+	s := p.Traffic.String()
+	for _, t := range p.Also {
+		s += "," + t.String()
+	}
+	return s
+}
+
 // String names the run the way the command line would.
 func (p Params) String() string {
 	s := fmt.Sprintf("--design %s --gateways %d --sync %v --limit %d --window %v --traffic %v --routing %v --duration %v --seed %d --window-kind %v",
-		p.Design, p.Gateways, p.Sync, p.Limit, p.Window, p.Traffic, p.Routing, p.Duration, p.Seed, p.WindowKind)
+		p.Design, p.Gateways, p.Sync, p.Limit, p.Window, p.MixString(), p.Routing, p.Duration, p.Seed, p.WindowKind)
 	if p.AlignedSync {
 		s += " --aligned-sync"
 	}
@@ -126,6 +169,35 @@ type Result struct {
 	Syncs      int64 // gateway syncs performed
 
 	Figures
+
+	// Parts, with several traffics or a flood that starts late, are each
+	// traffic's figures, before the attack and from it.
+	Parts []PartResult `json:",omitempty"`
+	// AttackStart is when the first flood that starts late starts, and
+	// AttackWindowX the most admits, × L, of a window (t-W, t] that holds
+	// that start: the flood's first window, honest admits before it
+	// included.
+	AttackStart   time.Duration `json:",omitempty"`
+	AttackWindowX float64       `json:",omitempty"`
+}
+
+// PartResult is one traffic's figures in a run: its requests and
+// rejections before the attack starts (none without an attack) and from
+// then on.
+type PartResult struct {
+	Traffic        string
+	Before, During Counts
+}
+
+// Counts are requests and how many of them were rejected.
+type Counts struct{ Requests, Rejected int64 }
+
+// RejectedPct is the rejected share in percent, NaN without requests.
+func (c Counts) RejectedPct() float64 {
+	if c.Requests == 0 {
+		return math.NaN()
+	}
+	return 100 * float64(c.Rejected) / float64(c.Requests)
 }
 
 // Stream numbers keep the random streams of a run apart: the arrivals and
@@ -172,8 +244,7 @@ type runner struct {
 	info  design.Info
 	gws   []design.Gateway
 	key   *memstore.Key
-	src   *arrivals
-	route *router
+	src   *mix
 	m     *meter
 	trace Trace
 
@@ -197,8 +268,7 @@ func run(p Params, trace Trace, md mode) (Result, int64, error) {
 		r.gws[i] = info.New(design.Config{Limit: p.Limit, Window: spec, Gateways: k, Gateway: i, Sync: p.Sync})
 	}
 	r.key = memstore.NewKey(p.Limit, spec)
-	r.src = newArrivals(rngFor(p.Seed, streamArrivals), p.Traffic, p.Limit, int64(p.Window))
-	r.route = newRouter(rngFor(p.Seed, streamRouting), p.Routing, k)
+	r.src = newMix(p)
 	r.m = newMeter(p, info.Leases)
 
 	// Each gateway syncs at its phase + nΔ. With one Δ for all, syncs go
@@ -223,7 +293,7 @@ func run(p Params, trace Trace, md mode) (Result, int64, error) {
 	}
 
 	_, lazy := r.gws[0].(design.Lazy)
-	perGateway := p.Traffic.Factor * float64(p.Limit) / float64(p.Window) * float64(p.Sync) / float64(k)
+	perGateway := p.expected() / float64(p.Duration) * float64(p.Sync) / float64(k)
 	switch {
 	case info.NoSync:
 		r.eager(false)
@@ -251,9 +321,9 @@ func (r *runner) heldAfter(t int64, g, before int) {
 	}
 }
 
-// arrive hands the request at t to gateway g: decide, ask the store if
-// told to, resume.
-func (r *runner) arrive(t int64, g int) {
+// arrive hands the request at t, of traffic c, to gateway g: decide, ask
+// the store if told to, resume.
+func (r *runner) arrive(t int64, g, c int) {
 	gw := r.gws[g]
 	held := r.heldBefore(g)
 	v, q := gw.Decide(t, 1)
@@ -262,7 +332,7 @@ func (r *runner) arrive(t int64, g int) {
 		v = gw.Resume(t, 1, q, r.key.Answer(t, g, q))
 	}
 	r.heldAfter(t, g, held)
-	r.m.record(t, v)
+	r.m.record(t, v, c)
 	if r.trace != nil {
 		r.trace(t, g, v)
 	}
@@ -282,14 +352,14 @@ func (r *runner) sync(t int64, g int) {
 func (r *runner) eager(syncs bool) {
 	rr := roundRobin{r: r}
 	for {
-		t := r.src.next()
+		t, g, c := r.src.next()
 		if t >= r.end {
 			break
 		}
 		if syncs {
 			rr.upTo(t)
 		}
-		r.arrive(t, r.route.pick())
+		r.arrive(t, g, c)
 	}
 	if syncs {
 		rr.upTo(r.end - 1)

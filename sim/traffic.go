@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // TrafficKind is one of the study's traffic models.
@@ -28,22 +29,71 @@ const PageLoadBurst = 10
 const PageLoadSpread = int64(1e9)
 
 // Traffic is a traffic model and its factor (F for honest traffic, M for
-// floods).
+// floods), and the shape of its arrivals in time and over the gateways.
+// The zero shape is the study's: from the start, all along, routed by the
+// run's Routing.
 type Traffic struct {
 	Kind   TrafficKind
 	Factor float64
+	// Target, when not 0, sends this traffic to Target of the K gateways
+	// only, chosen from the seed, evenly among them: an attacker who picks
+	// its gateways.
+	Target int
+	// Start is when it begins (a sudden flood on a key that had only
+	// honest traffic, say); nothing arrives before.
+	Start time.Duration
+	// On and Off, when On is not 0, pulse it: on for On at the factor's
+	// rate, then off for Off, over and over.
+	On, Off time.Duration
 }
 
-// String returns the spec form, e.g. "steady:0.8".
+// String returns the spec form, e.g. "steady:0.8" or "flood:100@1+10m~5s/55s".
 func (t Traffic) String() string {
 	name := map[TrafficKind]string{Steady: "steady", PageLoad: "pageload", Flood: "flood"}[t.Kind]
-	return name + ":" + strconv.FormatFloat(t.Factor, 'g', -1, 64)
+	s := name + ":" + strconv.FormatFloat(t.Factor, 'g', -1, 64)
+	if t.Target > 0 {
+		s += "@" + strconv.Itoa(t.Target)
+	}
+	if t.Start > 0 {
+		s += "+" + t.Start.String()
+	}
+	if t.On > 0 {
+		s += "~" + t.On.String() + "/" + t.Off.String()
+	}
+	return s
 }
 
-// ParseTraffic parses steady:F, pageload:F or flood:M.
+// share is the fraction of time it is on.
+func (t Traffic) share() float64 {
+	if t.On == 0 {
+		return 1
+	}
+	return float64(t.On) / float64(t.On+t.Off)
+}
+
+// ParseMix parses one traffic or several joined by commas, which arrive
+// together on the key: "steady:0.8,flood:100@1+10m".
+func ParseMix(s string) ([]Traffic, error) {
+	var out []Traffic
+	for _, part := range strings.Split(s, ",") {
+		t, err := ParseTraffic(strings.TrimSpace(part))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// ParseTraffic parses one traffic: steady:F, pageload:F or flood:M, then
+// optionally @N (to N gateways), +T (starting at T) and ~ON/OFF (pulsed),
+// in that order.
 func ParseTraffic(s string) (Traffic, error) {
-	const want = "want steady:F, pageload:F or flood:M with a positive number, e.g. steady:0.8 or flood:100"
-	name, num, ok := strings.Cut(s, ":")
+	const want = "want steady:F, pageload:F or flood:M with a positive number, then optionally @N (N gateways), +T (from time T), ~ON/OFF (pulsed), e.g. steady:0.8, flood:100@1+10m or flood:1000~5s/55s"
+	spec, pulse, pulsed := strings.Cut(s, "~")
+	spec, start, started := strings.Cut(spec, "+")
+	spec, target, targeted := strings.Cut(spec, "@")
+	name, num, ok := strings.Cut(spec, ":")
 	if !ok {
 		return Traffic{}, fmt.Errorf("traffic %q: %s", s, want)
 	}
@@ -63,6 +113,25 @@ func ParseTraffic(s string) (Traffic, error) {
 		return Traffic{}, fmt.Errorf("traffic %q: factor %q is not a positive number; %s", s, num, want)
 	}
 	t.Factor = f
+	if targeted {
+		if t.Target, err = strconv.Atoi(target); err != nil || t.Target < 1 {
+			return Traffic{}, fmt.Errorf("traffic %q: @%s is not a number of gateways (1 or more); %s", s, target, want)
+		}
+	}
+	if started {
+		if t.Start, err = time.ParseDuration(start); err != nil || t.Start <= 0 {
+			return Traffic{}, fmt.Errorf("traffic %q: +%s is not a positive duration; %s", s, start, want)
+		}
+	}
+	if pulsed {
+		on, off, ok := strings.Cut(pulse, "/")
+		var e1, e2 error
+		t.On, e1 = time.ParseDuration(on)
+		t.Off, e2 = time.ParseDuration(off)
+		if !ok || e1 != nil || e2 != nil || t.On <= 0 || t.Off <= 0 {
+			return Traffic{}, fmt.Errorf("traffic %q: ~%s is not ON/OFF, two positive durations; %s", s, pulse, want)
+		}
+	}
 	return t, nil
 }
 

@@ -34,6 +34,9 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"sim", "--limit", "0"}, "limit 0: must be at least 1"},
 		{[]string{"sim", "--gateways", "many"}, `invalid argument "many"`},
 		{[]string{"sim", "--traffic", "flood:1e8", "--duration", "24h"}, "more than the 2e+09 a run allows"},
+		{[]string{"sim", "--traffic", "steady:0.8,flood:100@9"}, "it targets 9 gateways of 8"},
+		{[]string{"sim", "--traffic", "flood:100+2h"}, "it starts at 2h0m0s, not before the run ends at 1h0m0s"},
+		{[]string{"sim", "--traffic", "flood:100~1s"}, "is not ON/OFF"},
 		{[]string{"sim", "extra"}, `unknown command "extra"`},
 		{[]string{"nonsense"}, `unknown command "nonsense"`},
 	} {

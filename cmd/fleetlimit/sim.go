@@ -32,15 +32,25 @@ under honest or flood traffic. A run is fully determined by its flags and seed.
 
 Designs: ` + fmt.Sprint(design.Names()) + `
 Traffic: steady:F (honest Poisson at F x L/W), pageload:F (bursts of 10 over 1s),
-         flood:M (attacker at M x L/W)`,
+         flood:M (attacker at M x L/W); each optionally followed by
+         @N    sent to N of the K gateways only (chosen from the seed): an
+               attacker who picks its gateways
+         +T    starting at time T (a sudden flood)
+         ~ON/OFF  pulsed: on for ON, off for OFF, repeating
+         and several joined by commas arrive together on the key, e.g.
+         steady:0.8,flood:100@1+10m. With several traffics or a late flood,
+         sim also reports each traffic's rejections before and after the
+         flood starts, and the worst window that holds its start.`,
 		Example: `  fleetlimit sim --design shared-counter --gateways 8 --sync 1s --traffic flood:100 --duration 20m
-  fleetlimit sim --design lease --gateways 32 --traffic steady:0.8 --routing uneven --seeds 5 --json`,
+  fleetlimit sim --design lease --gateways 32 --traffic steady:0.8 --routing uneven --seeds 5 --json
+  fleetlimit sim --design extrapolate --traffic steady:0.8,flood:100@1+20m --duration 40m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
-			if d.Traffic, err = sim.ParseTraffic(traffic); err != nil {
+			mix, err := sim.ParseMix(traffic)
+			if err != nil {
 				return usageError{err}
 			}
+			d.Traffic, d.Also = mix[0], mix[1:]
 			if d.Routing, err = sim.ParseRouting(routing); err != nil {
 				return usageError{err}
 			}
@@ -79,7 +89,7 @@ Traffic: steady:F (honest Poisson at F x L/W), pageload:F (bursts of 10 over 1s)
 	f.DurationVar(&d.Sync, "sync", d.Sync, "Δ, each gateway's sync interval")
 	f.IntVar(&d.Limit, "limit", d.Limit, "L, requests allowed per window")
 	f.DurationVar(&d.Window, "window", d.Window, "W, the window length")
-	f.StringVar(&traffic, "traffic", d.Traffic.String(), "steady:F, pageload:F or flood:M")
+	f.StringVar(&traffic, "traffic", d.Traffic.String(), "steady:F, pageload:F or flood:M, each with optional @N, +T, ~ON/OFF, several joined by commas (see above)")
 	f.StringVar(&routing, "routing", "even", "even or uneven (gateway i with probability ∝ 1/i)")
 	f.DurationVar(&d.Duration, "duration", d.Duration, "simulated time of one run (longer than the window)")
 	f.Uint64Var(&d.Seed, "seed", d.Seed, "first seed")
@@ -105,11 +115,32 @@ type simRun struct {
 	RejectedPct       float64 `json:"rejected_pct"`
 	RoundTripPct      float64 `json:"round_trip_pct"`
 	StrandedX         float64 `json:"stranded_x"`
+	// with several traffics or a late flood
+	AttackStart   string       `json:"attack_start,omitempty"`
+	AttackWindowX float64      `json:"attack_window_x,omitempty"`
+	Parts         []simRunPart `json:"parts,omitempty"`
+}
+
+// simRunPart is one traffic's counts in a run.
+type simRunPart struct {
+	Traffic        string `json:"traffic"`
+	RequestsBefore int64  `json:"requests_before"`
+	RejectedBefore int64  `json:"rejected_before"`
+	RequestsAfter  int64  `json:"requests_after"`
+	RejectedAfter  int64  `json:"rejected_after"`
 }
 
 func toSimRun(r sim.Result) simRun {
-	return simRun{r.Params.Seed, r.Requests, r.Admitted, r.Rejected, r.RoundTrips, r.Syncs,
-		r.AdmittedX, r.WorstWindowX, r.WorstFixedWindowX, r.RejectedPct, r.RoundTripPct, r.StrandedX}
+	run := simRun{Seed: r.Params.Seed, Requests: r.Requests, Admitted: r.Admitted, Rejected: r.Rejected, RoundTrips: r.RoundTrips,
+		Syncs: r.Syncs, AdmittedX: r.AdmittedX, WorstWindowX: r.WorstWindowX, WorstFixedWindowX: r.WorstFixedWindowX,
+		RejectedPct: r.RejectedPct, RoundTripPct: r.RoundTripPct, StrandedX: r.StrandedX, AttackWindowX: r.AttackWindowX}
+	if r.AttackStart > 0 {
+		run.AttackStart = r.AttackStart.String()
+	}
+	for _, pt := range r.Parts {
+		run.Parts = append(run.Parts, simRunPart{pt.Traffic, pt.Before.Requests, pt.Before.Rejected, pt.During.Requests, pt.During.Rejected})
+	}
+	return run
 }
 
 func writeSimJSON(w io.Writer, p sim.Params, results []sim.Result) error {
@@ -139,7 +170,7 @@ func writeSimJSON(w io.Writer, p sim.Params, results []sim.Result) error {
 		StrandedX         float64  `json:"stranded_x"`
 		Runs              []simRun `json:"runs"`
 	}{p.Design, p.Gateways, p.Sync.String(), p.Limit, p.Window.String(), p.WindowKind.String(),
-		p.Traffic.String(), p.Routing.String(), p.Duration.String(), p.AlignedSync, p.Seed, len(results),
+		p.MixString(), p.Routing.String(), p.Duration.String(), p.AlignedSync, p.Seed, len(results),
 		m.AdmittedX, m.WorstWindowX, m.WorstFixedWindowX, m.RejectedPct, m.RoundTripPct, m.StrandedX, runs}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -165,4 +196,39 @@ func writeSimText(w io.Writer, p sim.Params, results []sim.Result) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nadmitted_x: admitted per window after the first, over L; worst_window_x: most admitted in any W-long interval, over L")
+	writeParts(w, results)
+}
+
+// writeParts prints each traffic's rejections before and after the attack,
+// and the worst window that holds its start, when the run has them.
+func writeParts(w io.Writer, results []sim.Result) {
+	if len(results) == 0 || results[0].Parts == nil {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "seed\ttraffic\trequests before\trejected_pct before\trequests after\trejected_pct after\t")
+	for _, r := range results {
+		for _, pt := range r.Parts {
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%s\t\n", r.Params.Seed, pt.Traffic, pt.Before.Requests, pctText(pt.Before),
+				pt.During.Requests, pctText(pt.During))
+		}
+	}
+	tw.Flush()
+	if a := results[0].AttackStart; a > 0 {
+		fmt.Fprintf(w, "\nthe flood starts at %v; the worst window that holds its start, over L (attack_window_x):", a)
+		for _, r := range results {
+			fmt.Fprintf(w, " %.3f", r.AttackWindowX)
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintln(w, "\nno traffic starts late: \"after\" is the whole run")
+	}
+}
+
+func pctText(c sim.Counts) string {
+	if c.Requests == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", c.RejectedPct())
 }

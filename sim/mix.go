@@ -1,0 +1,83 @@
+package sim
+
+import (
+	"math/rand/v2"
+)
+
+// part is one traffic of a run's mix: its arrivals, and the gateways they
+// reach.
+type part struct {
+	tr    Traffic
+	arr   *arrivals
+	route *router    // Target 0: the run's routing
+	gws   []int      // Target n: the n gateways it reaches
+	rng   *rand.Rand // picks among gws
+	next  int64      // its next arrival
+}
+
+// Streams of the parts after the first: 2 per part from streamParts on.
+const streamParts = 100
+
+// newPart builds traffic tr, the i-th of its run. The first part draws from
+// the study's own streams, so that a run of one traffic of the zero shape
+// makes exactly the decisions it always made.
+func newPart(p Params, i int, tr Traffic) *part {
+	arrStream, routeStream := uint64(streamArrivals), uint64(streamRouting)
+	if i > 0 {
+		arrStream, routeStream = streamParts+2*uint64(i), streamParts+2*uint64(i)+1
+	}
+	pt := &part{tr: tr, arr: newArrivals(rngFor(p.Seed, arrStream), tr, p.Limit, int64(p.Window))}
+	if tr.Target > 0 {
+		pt.rng = rngFor(p.Seed, routeStream)
+		pt.gws = pt.rng.Perm(p.Gateways)[:tr.Target]
+	} else {
+		pt.route = newRouter(rngFor(p.Seed, routeStream), p.Routing, p.Gateways)
+	}
+	pt.next = pt.draw()
+	return pt
+}
+
+// draw returns the part's next arrival: its arrivals' own clock, which runs
+// only while the part is on, moved to when the part starts and spread over
+// its pulses.
+func (pt *part) draw() int64 {
+	a := pt.arr.next()
+	if pt.tr.On > 0 {
+		on, period := int64(pt.tr.On), int64(pt.tr.On+pt.tr.Off)
+		a = a/on*period + a%on
+	}
+	return int64(pt.tr.Start) + a
+}
+
+// pick chooses the gateway of the part's next arrival.
+func (pt *part) pick() int {
+	if pt.gws != nil {
+		return pt.gws[pt.rng.IntN(len(pt.gws))]
+	}
+	return pt.route.pick()
+}
+
+// mix merges its parts' arrivals in time order (ties to the earlier part).
+type mix struct{ parts []*part }
+
+func newMix(p Params) *mix {
+	m := &mix{}
+	for i, tr := range p.Mix() {
+		m.parts = append(m.parts, newPart(p, i, tr))
+	}
+	return m
+}
+
+// next returns the next arrival of the run: its time, gateway and part.
+func (m *mix) next() (t int64, g, c int) {
+	for i, pt := range m.parts[1:] {
+		if pt.next < m.parts[c].next {
+			c = i + 1
+		}
+	}
+	pt := m.parts[c]
+	t = pt.next
+	g = pt.pick()
+	pt.next = pt.draw()
+	return t, g, c
+}
