@@ -96,3 +96,26 @@ func TestMixIsDeterministic(t *testing.T) {
 		t.Fatalf("eager %+v, lazy %+v, eager again %+v", a.Parts, b.Parts, c.Parts)
 	}
 }
+
+// The max-min lease policy keeps lease exact (no window past L) and
+// changes its figures; it applies to lease designs only.
+func TestMaxMinLeasePolicy(t *testing.T) {
+	p := Defaults()
+	p.Design, p.Gateways, p.Routing, p.Duration = "lease", 32, Uneven, 20*time.Minute
+	first, err := Run(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.LeasePolicy = MaxMin
+	fair, err := Run(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fair.WorstWindowX > 1 || fair.RejectedPct == first.RejectedPct {
+		t.Fatalf("max-min: worst window %v (must be at most 1), rejected %.2f%% (first-come %.2f%%)", fair.WorstWindowX, fair.RejectedPct, first.RejectedPct)
+	}
+	p.Design = "shared-counter"
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "holds no leases") {
+		t.Fatalf("max-min on shared-counter: %v", err)
+	}
+}

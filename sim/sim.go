@@ -37,7 +37,16 @@ type Params struct {
 	Duration    time.Duration // simulated time
 	AlignedSync bool          // every gateway syncs at the multiples of Δ
 	Seed        uint64
+	// LeasePolicy is how the store sizes lease grants at a sync: ""
+	// (first-come, the study's: each ask met while the limit allows) or
+	// MaxMin.
+	LeasePolicy string
 }
+
+// MaxMin is the lease policy in the spirit of Google's Doorman: the store
+// divides the room by the gateways' last asks, max-min fair
+// (memstore.Key.SetMaxMinLeases).
+const MaxMin = "max-min"
 
 // Defaults are the study's defaults for what Params leave open.
 func Defaults() Params {
@@ -73,6 +82,10 @@ func (p Params) Validate() error {
 		return err
 	}
 	switch {
+	case p.LeasePolicy != "" && p.LeasePolicy != "first-come" && p.LeasePolicy != MaxMin:
+		return fmt.Errorf("lease policy %q: want first-come or %s", p.LeasePolicy, MaxMin)
+	case p.LeasePolicy == MaxMin && !info.Leases:
+		return fmt.Errorf("lease policy %s: design %s holds no leases", MaxMin, p.Design)
 	case info.FixedWindow && p.WindowKind != window.Fixed:
 		return fmt.Errorf("design %s counts in fixed windows only: give --window-kind fixed", p.Design)
 	case p.Gateways < 1 || p.Gateways > 4096:
@@ -154,6 +167,9 @@ func (p Params) String() string {
 		p.Design, p.Gateways, p.Sync, p.Limit, p.Window, p.MixString(), p.Routing, p.Duration, p.Seed, p.WindowKind)
 	if p.AlignedSync {
 		s += " --aligned-sync"
+	}
+	if p.LeasePolicy == MaxMin {
+		s += " --lease-policy " + MaxMin
 	}
 	return s
 }
@@ -268,6 +284,9 @@ func run(p Params, trace Trace, md mode) (Result, int64, error) {
 		r.gws[i] = info.New(design.Config{Limit: p.Limit, Window: spec, Gateways: k, Gateway: i, Sync: p.Sync})
 	}
 	r.key = memstore.NewKey(p.Limit, spec)
+	if p.LeasePolicy == MaxMin {
+		r.key.SetMaxMinLeases()
+	}
 	r.src = newMix(p)
 	r.m = newMeter(p, info.Leases)
 

@@ -89,6 +89,7 @@ Traffic: steady:F (honest Poisson at F x L/W), pageload:F (bursts of 10 over 1s)
 	f.DurationVar(&d.Sync, "sync", d.Sync, "Δ, each gateway's sync interval")
 	f.IntVar(&d.Limit, "limit", d.Limit, "L, requests allowed per window")
 	f.DurationVar(&d.Window, "window", d.Window, "W, the window length")
+	f.StringVar(&d.LeasePolicy, "lease-policy", "first-come", "lease designs: how the store sizes grants at a sync: first-come (the study's) or max-min (Doorman's max-min fair shares of the room over the gateways' asks)")
 	f.StringVar(&traffic, "traffic", d.Traffic.String(), "steady:F, pageload:F or flood:M, each with optional @N, +T, ~ON/OFF, several joined by commas (see above)")
 	f.StringVar(&routing, "routing", "even", "even or uneven (gateway i with probability ∝ 1/i)")
 	f.DurationVar(&d.Duration, "duration", d.Duration, "simulated time of one run (longer than the window)")
@@ -160,6 +161,7 @@ func writeSimJSON(w io.Writer, p sim.Params, results []sim.Result) error {
 		Routing           string   `json:"routing"`
 		Duration          string   `json:"duration"`
 		AlignedSync       bool     `json:"aligned_sync"`
+		LeasePolicy       string   `json:"lease_policy,omitempty"`
 		Seed              uint64   `json:"seed"`
 		Seeds             int      `json:"seeds"`
 		AdmittedX         float64  `json:"admitted_x"`
@@ -170,7 +172,7 @@ func writeSimJSON(w io.Writer, p sim.Params, results []sim.Result) error {
 		StrandedX         float64  `json:"stranded_x"`
 		Runs              []simRun `json:"runs"`
 	}{p.Design, p.Gateways, p.Sync.String(), p.Limit, p.Window.String(), p.WindowKind.String(),
-		p.MixString(), p.Routing.String(), p.Duration.String(), p.AlignedSync, p.Seed, len(results),
+		p.MixString(), p.Routing.String(), p.Duration.String(), p.AlignedSync, leasePolicy(p), p.Seed, len(results),
 		m.AdmittedX, m.WorstWindowX, m.WorstFixedWindowX, m.RejectedPct, m.RoundTripPct, m.StrandedX, runs}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -178,6 +180,14 @@ func writeSimJSON(w io.Writer, p sim.Params, results []sim.Result) error {
 		return runError{err}
 	}
 	return nil
+}
+
+// leasePolicy is the run's lease policy when it is not the study's.
+func leasePolicy(p sim.Params) string {
+	if p.LeasePolicy == sim.MaxMin {
+		return p.LeasePolicy
+	}
+	return ""
 }
 
 func writeSimText(w io.Writer, p sim.Params, results []sim.Result) {

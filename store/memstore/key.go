@@ -41,6 +41,11 @@ type Key struct {
 	// and its count there
 	ctrStart, ctr int64
 
+	// maxMin: syncs grant lease slots by max-min fair shares of the room
+	// over every gateway's last ask (SetMaxMinLeases); demand holds them
+	maxMin bool
+	demand []int
+
 	tail []entry // scratch for merges
 	exp  []int64 // scratch for Pull.Expiring
 	expN []int   // scratch for Pull.ExpiringCounts
@@ -81,7 +86,39 @@ func (k *Key) gateway(gw int) {
 		k.out = append(k.out, 0)
 		k.applied = append(k.applied, 0)
 		k.epoch = append(k.epoch, 0)
+		k.demand = append(k.demand, 0)
 	}
+}
+
+// SetMaxMinLeases makes the key's syncs grant lease slots as Doorman
+// does: the room (L less the admits in the window) is divided over the
+// gateways' last asks by max-min fairness (every ask below the equal share
+// is met in full, the rest share what is left equally), and a gateway gets
+// at most its share, and never more than the room its peers' outstanding
+// slots leave. Round trips (Grant) still grant first come.
+func (k *Key) SetMaxMinLeases() { k.maxMin = true }
+
+// fairShare is gateway gw's max-min fair share of room over the demands.
+func (k *Key) fairShare(gw, room int) int {
+	if room <= 0 {
+		return 0
+	}
+	ds := make([]int, 0, len(k.demand))
+	for _, d := range k.demand {
+		if d > 0 {
+			ds = append(ds, d)
+		}
+	}
+	sort.Ints(ds)
+	left := room
+	for i, d := range ds {
+		eq := left / (len(ds) - i)
+		if d > eq { // every ask from here on gets the equal share
+			return min(k.demand[gw], eq)
+		}
+		left -= d
+	}
+	return k.demand[gw] // every ask fits
 }
 
 // Count returns the number of admitted requests inside the window at now.
@@ -176,8 +213,13 @@ func (k *Key) Sync(now int64, p store.Push) store.Pull {
 	k.out[p.Gateway] = 0
 	count := k.count
 	pull := store.Pull{Count: count, Own: k.own[p.Gateway]}
-	if p.Ask > 0 {
-		pull.Granted = k.grant(p.Gateway, p.Ask, count)
+	ask := p.Ask
+	if k.maxMin {
+		k.demand[p.Gateway] = p.Ask
+		ask = min(ask, k.fairShare(p.Gateway, k.limit-count))
+	}
+	if ask > 0 {
+		pull.Granted = k.grant(p.Gateway, ask, count)
 	}
 	if p.Horizon > 0 {
 		pull.Expiring, pull.ExpiringCounts = k.expiring(k.spec.Lo(now + p.Horizon))

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -117,5 +118,22 @@ func TestRetriedPushCountsOnce(t *testing.T) {
 	p = k.Sync(3*sec, store.Push{Gateway: 3, Admits: []int64{5}, Seq: 5})
 	if p.Count != 5 {
 		t.Fatalf("count %d, want 5", p.Count)
+	}
+}
+
+// Max-min fair lease grants: asks below the equal share are met in full,
+// the rest share what is left; never past the room.
+func TestMaxMinLeases(t *testing.T) {
+	k := NewKey(10, window.Spec{Size: 60e9})
+	k.SetMaxMinLeases()
+	asks := []int{1, 8, 8} // room 10: 1, then 4.5 each, floored
+	got := make([]int, len(asks))
+	for round := 0; round < 3; round++ { // the demands settle after one round of syncs
+		for gw, a := range asks {
+			got[gw] = k.Sync(int64(round*3+gw+1), store.Push{Gateway: gw, Ask: a}).Granted
+		}
+	}
+	if fmt.Sprint(got) != "[1 4 4]" || k.Outstanding() > 10 {
+		t.Fatalf("grants %v (outstanding %d), want [1 4 4]", got, k.Outstanding())
 	}
 }
