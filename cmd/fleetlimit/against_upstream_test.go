@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -77,6 +78,7 @@ func TestAgainstUpstreamMigration(t *testing.T) {
 	realMix := startUpstream(t, srv.Addr, "CACHE_KEY_PREFIX=mix_")
 	req := &pb.RateLimitRequest{Domain: "another", HitsAddend: 1, Descriptors: []*rlv3.RateLimitDescriptor{{
 		Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "key3", Value: "mixed"}}}}} // 10 an hour
+	hour := time.Now().Truncate(time.Hour)
 	admitted := 0
 	for i := 0; i < 30; i++ {
 		s := mixed
@@ -86,6 +88,9 @@ func TestAgainstUpstreamMigration(t *testing.T) {
 		if s.call(t, req).OverallCode == pb.RateLimitResponse_OK {
 			admitted++
 		}
+	}
+	if !time.Now().Truncate(time.Hour).Equal(hour) {
+		t.Skip("the requests straddled an hour, whose window starts the count afresh; nothing to compare")
 	}
 	if admitted != 10 {
 		t.Fatalf("a mixed fleet of upstream and central-counter admitted %d of 30 on a limit of 10 an hour, want 10", admitted)
