@@ -346,6 +346,7 @@ type outcome struct {
 // replaySteps sends each step's request and checks its overall code.
 func replaySteps(t *testing.T, s *upstreamServe, name string, steps []outcome) {
 	t.Helper()
+	avoidMinuteEdge()
 	for i, st := range steps {
 		resp := s.call(t, request("rl", st.descs, 0))
 		if got := resp.OverallCode == ok; got != st.allowed {
@@ -433,6 +434,7 @@ func TestUpstreamScripts(t *testing.T) {
 // let exactly N through. central-counter, upstream's algorithm, does as
 // upstream.
 func replayTokenQuota(t *testing.T, s *upstreamServe, design string) {
+	avoidMinuteEdge()
 	extra := 0
 	if design == "central-counter" {
 		extra = 1
@@ -467,6 +469,7 @@ func replayTokenQuota(t *testing.T, s *upstreamServe, design string) {
 // is refused. Each service serves its quota, plus one under upstream's
 // algorithm (see replayTokenQuota).
 func replayMultiserviceQuota(t *testing.T, s *upstreamServe, design string) {
+	avoidMinuteEdge()
 	extra := 0
 	if design == "central-counter" {
 		extra = 1
