@@ -1,6 +1,7 @@
 package rls
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"strconv"
@@ -54,7 +55,6 @@ type descriptor struct {
 	counter string     // its counter (see counterKey)
 	hits    uint64     // what the request adds (0: check only)
 	status  *pb.RateLimitResponse_DescriptorStatus
-	over    bool // over the limit, whether shadow or quota or not
 }
 
 // resolve finds the limit of every descriptor of req (its override, or the
@@ -187,7 +187,7 @@ func (s *Service) countAll(ctx context.Context, cfg *Config, req *pb.RateLimitRe
 		if err != nil {
 			return status.Errorf(codes.Internal, "descriptor %d: %v", i, err)
 		}
-		s.setStatus(cfg, req, d, dec, add)
+		s.setStatus(cfg, req, d, dec)
 	}
 	return nil
 }
@@ -206,18 +206,18 @@ func (s *Service) count(ctx context.Context, d descriptor, add uint64) (limiter.
 }
 
 // setStatus fills d's status from its decision and counts its outcome.
-func (s *Service) setStatus(cfg *Config, req *pb.RateLimitRequest, d *descriptor, dec limiter.Decision, add uint64) {
+func (s *Service) setStatus(cfg *Config, req *pb.RateLimitRequest, d *descriptor, dec limiter.Decision) {
 	lim := d.limit
 	st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK,
 		CurrentLimit: &pb.RateLimitResponse_RateLimit{RequestsPerUnit: lim.RequestsPerUnit,
 			Unit: pb.RateLimitResponse_RateLimit_Unit(lim.Unit), Name: lim.Name},
 		DurationUntilReset: durationpb.New(untilReset(cfg.Settings.WindowKind, lim.Unit, dec))}
-	d.over = !dec.Allowed
+	over := !dec.Allowed
 	outcome := within
 	switch {
-	case d.over && lim.ShadowMode:
+	case over && lim.ShadowMode:
 		outcome = shadow
-	case d.over:
+	case over:
 		outcome = overLimit
 		st.Code = pb.RateLimitResponse_OVER_LIMIT
 	default:
@@ -358,9 +358,9 @@ func rateLimitHeaders(set Settings, st *pb.RateLimitResponse_DescriptorStatus) [
 	reset := int64(math.Ceil(st.GetDurationUntilReset().AsDuration().Seconds()))
 	if set.Headers == HeadersLegacy {
 		return []*corev3.HeaderValue{
-			{Key: cmpOr(set.LimitHeader, "RateLimit-Limit"), Value: strconv.FormatUint(limit, 10)},
-			{Key: cmpOr(set.RemainingHeader, "RateLimit-Remaining"), Value: strconv.FormatUint(uint64(st.LimitRemaining), 10)},
-			{Key: cmpOr(set.ResetHeader, "RateLimit-Reset"), Value: strconv.FormatInt(reset, 10)},
+			{Key: cmp.Or(set.LimitHeader, "RateLimit-Limit"), Value: strconv.FormatUint(limit, 10)},
+			{Key: cmp.Or(set.RemainingHeader, "RateLimit-Remaining"), Value: strconv.FormatUint(uint64(st.LimitRemaining), 10)},
+			{Key: cmp.Or(set.ResetHeader, "RateLimit-Reset"), Value: strconv.FormatInt(reset, 10)},
 		}
 	}
 	name := st.CurrentLimit.GetName()
@@ -369,11 +369,4 @@ func rateLimitHeaders(set Settings, st *pb.RateLimitResponse_DescriptorStatus) [
 		{Key: "RateLimit-Policy", Value: httpmw.PolicyField(name, limit, window)},
 		{Key: "RateLimit", Value: httpmw.LimitField(name, uint64(st.LimitRemaining), reset)},
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

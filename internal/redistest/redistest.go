@@ -85,12 +85,7 @@ func StartPersistent(t testing.TB) *Server { t.Helper(); return start(t, true, O
 func start(t testing.TB, persist bool, opt Options) *Server {
 	t.Helper()
 	bin := requireBinary(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := freePort(t)
 	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), t: t, port: port, dir: t.TempDir(), persist: persist, bin: bin, opt: opt}
 	if opt.Socket {
 		s.Addr = filepath.Join(s.dir, "redis.sock")
@@ -149,12 +144,7 @@ func (s *Server) ClientOptions() *redis.Options {
 func StartSentinel(t testing.TB, s *Server) string {
 	t.Helper()
 	bin := requireBinary(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := freePort(t)
 	dir := t.TempDir()
 	conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\nsentinel monitor mymaster 127.0.0.1 %d 1\n",
 		port, dir, filepath.Join(dir, "sentinel.log"), s.port)
@@ -279,6 +269,17 @@ func StartCluster(t testing.TB, n int) string {
 
 // waitPing waits up to 10 s for the server at addr to answer, and fails t
 // with the server's log if it does not.
+// freePort returns a loopback port free when asked.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
 func waitPing(t testing.TB, opt *redis.Options, logFile string) {
 	t.Helper()
 	addr := opt.Addr

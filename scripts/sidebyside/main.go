@@ -215,14 +215,7 @@ func report(results map[string]map[int][]sample, systems []string, concs []int) 
 	for _, c := range concs {
 		for _, sys := range systems {
 			ss := results[sys][c]
-			pick := func(f func(sample) float64) []float64 {
-				var v []float64
-				for _, s := range ss {
-					v = append(v, f(s))
-				}
-				slices.Sort(v)
-				return v
-			}
+			pick := func(f func(sample) float64) []float64 { return sorted(ss, f) }
 			med := func(v []float64) float64 { return v[len(v)/2] }
 			mmm := func(v []float64, f string) string {
 				return fmt.Sprintf(f+" / "+f+" / "+f, v[0], med(v), v[len(v)-1])
@@ -231,8 +224,8 @@ func report(results map[string]map[int][]sample, systems []string, concs []int) 
 			svc, rds, gen := pick(func(s sample) float64 { return s.svcCPU }), pick(func(s sample) float64 { return s.redisCPU }), pick(func(s sample) float64 { return s.genCPU })
 			ratio, cpuRatio := "", ""
 			if up := results["upstream"][c]; up != nil && sys != "upstream" {
-				ups := pick2(up, func(s sample) float64 { return s.perSec })
-				upc := pick2(up, func(s sample) float64 { return s.svcCPU + s.redisCPU })
+				ups := sorted(up, func(s sample) float64 { return s.perSec })
+				upc := sorted(up, func(s sample) float64 { return s.svcCPU + s.redisCPU })
 				mine := med(pick(func(s sample) float64 { return s.svcCPU + s.redisCPU }))
 				ratio, cpuRatio = fmt.Sprintf("%.2f", med(ps)/med(ups)), fmt.Sprintf("%.2f", mine/med(upc))
 			}
@@ -242,7 +235,8 @@ func report(results map[string]map[int][]sample, systems []string, concs []int) 
 	}
 }
 
-func pick2(ss []sample, f func(sample) float64) []float64 {
+// sorted is f of every sample, ascending.
+func sorted(ss []sample, f func(sample) float64) []float64 {
 	var v []float64
 	for _, s := range ss {
 		v = append(v, f(s))
