@@ -41,6 +41,9 @@ type Params struct {
 	// (first-come, the study's: each ask met while the limit allows) or
 	// MaxMin.
 	LeasePolicy string
+	// Faults are the store's and the gateways' departures from the ideal
+	// (none: the study's model).
+	Faults Faults
 }
 
 // MaxMin is the lease policy in the spirit of Google's Doorman: the store
@@ -107,6 +110,9 @@ func (p Params) Validate() error {
 	case p.Duration > MaxDuration:
 		return fmt.Errorf("duration %v: must be at most %v of simulated time", p.Duration, MaxDuration)
 	}
+	if err := p.Faults.validate(p); err != nil {
+		return err
+	}
 	for _, t := range p.Mix() {
 		if err := t.validate(p); err != nil {
 			return err
@@ -171,7 +177,7 @@ func (p Params) String() string {
 	if p.LeasePolicy == MaxMin {
 		s += " --lease-policy " + MaxMin
 	}
-	return s
+	return s + p.Faults.flags()
 }
 
 // Result is what one run reports.
@@ -223,6 +229,8 @@ const (
 	streamArrivals = iota + 1
 	streamRouting
 	streamPhases
+	streamFaults // round trips and losses
+	streamSkew   // the gateways' clocks
 )
 
 func rngFor(seed uint64, stream uint64) *rand.Rand {
@@ -247,6 +255,7 @@ const (
 	modeAuto mode = iota
 	modeEager
 	modeLazy
+	modeFaulty // the fault engine, even with no fault set
 )
 
 // lazyBelow is the expected arrivals per gateway per sync interval under
@@ -272,18 +281,27 @@ type runner struct {
 
 // run runs p in the given mode and also returns the syncs it performed.
 func run(p Params, trace Trace, md mode) (Result, int64, error) {
-	if err := p.Validate(); err != nil {
+	r, err := newRunner(p, trace)
+	if err != nil {
 		return Result{}, 0, err
 	}
+	r.execute(md)
+	return r.m.result(r.end), r.m.performed, nil
+}
+
+// newRunner sets up run p: its gateways, store, traffic and sync phases.
+func newRunner(p Params, trace Trace) (*runner, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
 	info, _ := design.Lookup(p.Design)
-	spec := window.Spec{Size: p.Window, Kind: p.WindowKind}
 	k := p.Gateways
 	r := &runner{p: p, info: info, trace: trace, delta: int64(p.Sync), end: int64(p.Duration)}
 	r.gws = make([]design.Gateway, k)
 	for i := range r.gws {
-		r.gws[i] = info.New(design.Config{Limit: p.Limit, Window: spec, Gateways: k, Gateway: i, Sync: p.Sync})
+		r.gws[i] = info.New(r.gatewayConfig(i))
 	}
-	r.key = memstore.NewKey(p.Limit, spec)
+	r.key = memstore.NewKey(p.Limit, window.Spec{Size: p.Window, Kind: p.WindowKind})
 	if p.LeasePolicy == MaxMin {
 		r.key.SetMaxMinLeases()
 	}
@@ -310,18 +328,31 @@ func run(p Params, trace Trace, md mode) (Result, int64, error) {
 			}
 		}
 	}
+	return r, nil
+}
 
+// execute runs r in the given mode.
+func (r *runner) execute(md mode) {
+	p := r.p
 	_, lazy := r.gws[0].(design.Lazy)
-	perGateway := p.expected() / float64(p.Duration) * float64(p.Sync) / float64(k)
+	perGateway := p.expected() / float64(p.Duration) * float64(p.Sync) / float64(p.Gateways)
 	switch {
-	case info.NoSync:
+	case md == modeFaulty || p.Faults.Active():
+		r.faulty()
+	case r.info.NoSync:
 		r.eager(false)
 	case md == modeLazy && lazy, md == modeAuto && lazy && perGateway < lazyBelow:
 		r.lazy()
 	default:
 		r.eager(true)
 	}
-	return r.m.result(r.end), r.m.performed, nil
+}
+
+// gatewayConfig is gateway g's design configuration.
+func (r *runner) gatewayConfig(g int) design.Config {
+	p := r.p
+	return design.Config{Limit: p.Limit, Window: window.Spec{Size: p.Window, Kind: p.WindowKind},
+		Gateways: p.Gateways, Gateway: g, Sync: p.Sync}
 }
 
 // heldBefore returns gateway g's held lease slots before a step that may

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,7 @@ func newSimCmd() *cobra.Command {
 	d := sim.Defaults()
 	var (
 		traffic, routing, kind string
+		restarts               string
 		seeds                  int
 		asJSON                 bool
 		workers                int
@@ -40,10 +42,21 @@ Traffic: steady:F (honest Poisson at F x L/W), pageload:F (bursts of 10 over 1s)
          and several joined by commas arrive together on the key, e.g.
          steady:0.8,flood:100@1+10m. With several traffics or a late flood,
          sim also reports each traffic's rejections before and after the
-         flood starts, and the worst window that holds its start.`,
+         flood starts, and the worst window that holds its start.
+
+A store that is not ideal (all off by default, which is the study's model):
+  --rtt D [--rtt-p99 D]  store round trips take D (or are drawn log-normal with
+                         median D and 99th percentile given); a decision that
+                         waits on the store is made when the answer arrives,
+                         and a gateway waits for one round trip at a time
+  --sync-loss P          each push and each pull is lost with probability P;
+                         the gateway retries at its next sync
+  --clock-skew D         each gateway's clock is off by up to ±D
+  --restart T:G,...      gateway G (or "all") loses its unsynced state at T`,
 		Example: `  fleetlimit sim --design shared-counter --gateways 8 --sync 1s --traffic flood:100 --duration 20m
   fleetlimit sim --design lease --gateways 32 --traffic steady:0.8 --routing uneven --seeds 5 --json
-  fleetlimit sim --design extrapolate --traffic steady:0.8,flood:100@1+20m --duration 40m`,
+  fleetlimit sim --design extrapolate --traffic steady:0.8,flood:100@1+20m --duration 40m
+  fleetlimit sim --design shared-counter --traffic flood:100 --duration 20m --rtt 10ms --sync-loss 0.1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mix, err := sim.ParseMix(traffic)
@@ -55,6 +68,9 @@ Traffic: steady:F (honest Poisson at F x L/W), pageload:F (bursts of 10 over 1s)
 				return usageError{err}
 			}
 			if d.WindowKind, err = window.ParseKind(kind); err != nil {
+				return usageError{err}
+			}
+			if d.Faults.Restarts, err = sim.ParseRestarts(restarts); err != nil {
 				return usageError{err}
 			}
 			if seeds < 1 || seeds > 100000 {
@@ -97,6 +113,11 @@ Traffic: steady:F (honest Poisson at F x L/W), pageload:F (bursts of 10 over 1s)
 	f.IntVar(&seeds, "seeds", 1, "number of seeds: runs seeds S..S+N-1 in parallel")
 	f.StringVar(&kind, "window-kind", "sliding", "sliding or fixed")
 	f.BoolVar(&d.AlignedSync, "aligned-sync", false, "all gateways sync at the same instants (multiples of Δ)")
+	f.DurationVar(&d.Faults.RTT, "rtt", 0, "median store round trip (0: instant)")
+	f.DurationVar(&d.Faults.RTTP99, "rtt-p99", 0, "99th percentile of the store round trip (log-normal; 0: every round trip takes --rtt)")
+	f.Float64Var(&d.Faults.Loss, "sync-loss", 0, "probability that a sync's push, and again its pull, is lost")
+	f.DurationVar(&d.Faults.Skew, "clock-skew", 0, "each gateway's clock is off by an amount drawn from [-D, D]")
+	f.StringVar(&restarts, "restart", "", "T:G,... gateway G (or all) loses its unsynced state at time T")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.IntVar(&workers, "workers", 0, "parallel runs (0: one per core)")
 	return c
@@ -162,6 +183,11 @@ func writeSimJSON(w io.Writer, p sim.Params, results []sim.Result) error {
 		Duration          string   `json:"duration"`
 		AlignedSync       bool     `json:"aligned_sync"`
 		LeasePolicy       string   `json:"lease_policy,omitempty"`
+		RTT               string   `json:"rtt,omitempty"`
+		RTTP99            string   `json:"rtt_p99,omitempty"`
+		SyncLoss          float64  `json:"sync_loss,omitempty"`
+		ClockSkew         string   `json:"clock_skew,omitempty"`
+		Restarts          string   `json:"restarts,omitempty"`
 		Seed              uint64   `json:"seed"`
 		Seeds             int      `json:"seeds"`
 		AdmittedX         float64  `json:"admitted_x"`
@@ -172,7 +198,8 @@ func writeSimJSON(w io.Writer, p sim.Params, results []sim.Result) error {
 		StrandedX         float64  `json:"stranded_x"`
 		Runs              []simRun `json:"runs"`
 	}{p.Design, p.Gateways, p.Sync.String(), p.Limit, p.Window.String(), p.WindowKind.String(),
-		p.MixString(), p.Routing.String(), p.Duration.String(), p.AlignedSync, leasePolicy(p), p.Seed, len(results),
+		p.MixString(), p.Routing.String(), p.Duration.String(), p.AlignedSync, leasePolicy(p),
+		durText(p.Faults.RTT), durText(p.Faults.RTTP99), p.Faults.Loss, durText(p.Faults.Skew), sim.RestartsString(p.Faults.Restarts), p.Seed, len(results),
 		m.AdmittedX, m.WorstWindowX, m.WorstFixedWindowX, m.RejectedPct, m.RoundTripPct, m.StrandedX, runs}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -180,6 +207,14 @@ func writeSimJSON(w io.Writer, p sim.Params, results []sim.Result) error {
 		return runError{err}
 	}
 	return nil
+}
+
+// durText is d as a duration, or "" for 0.
+func durText(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
 }
 
 // leasePolicy is the run's lease policy when it is not the study's.

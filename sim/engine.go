@@ -1,0 +1,424 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/store"
+)
+
+// The fault engine runs a run whose store or gateways are not ideal
+// (Params.Faults): round trips that take time, lost syncs, skewed clocks and
+// restarts. It performs every sync and keeps what is in flight in an event
+// queue. It drives the designs as the live limiter does:
+//
+//   - a gateway waits for one round trip at a time for the key (the live
+//     limiter holds the key's lock across it): requests that arrive
+//     meanwhile wait in line and are decided, in order, when the answer
+//     has come; so do a sync's push and pull that fall in the wait;
+//   - a sync is one push and one pull; a gateway whose last sync is still
+//     out when the next is due leaves that one out;
+//   - the store takes each call's time from the gateway's clock at sending.
+//
+// With every fault at zero it makes exactly the plain mode's decisions
+// (tested), but the plain modes are faster, so run uses it only when a
+// fault is set.
+
+// evKind is what an event does.
+type evKind uint8
+
+const (
+	evRestart   evKind = iota // a gateway loses its state
+	evStoreSync               // a push reaches the store
+	evStoreAsk                // a query reaches the store
+	evPull                    // a pull reaches the gateway
+	evSyncLost                // the gateway gives up on a sync whose push or pull was lost
+	evAnswer                  // an answer reaches the gateway
+)
+
+// event is something in flight.
+type event struct {
+	t    int64
+	seq  uint64 // ties in the order scheduled
+	kind evKind
+	g    int
+	life uint32 // the gateway life it belongs to
+	c    int    // evStoreAsk, evAnswer: the request's traffic
+	sent int64  // the gateway's clock when sent
+	back int64  // the round trip's second half
+	push store.Push
+	pull store.Pull
+	q    store.Query
+	a    store.Answer
+}
+
+// deferred is what waits at a gateway while it waits on the store.
+type deferred struct {
+	kind evKind // evPull, or evAnswer standing for an arrival, or evStoreSync for a sync start
+	c    int
+	pull store.Pull
+}
+
+// gwState is a gateway's part in the fault engine.
+type gwState struct {
+	waiting bool // a round trip is out
+	syncing bool // a sync is out
+	queue   []deferred
+	life    uint32
+	off     int64 // its clock: true time + off
+}
+
+type engine struct {
+	r   *runner
+	d   *delays
+	f   Faults
+	gs  []gwState
+	ev  eventHeap
+	seq uint64
+}
+
+// faulty runs r with its faults.
+func (r *runner) faulty() {
+	f := r.p.Faults
+	e := &engine{r: r, d: newDelays(f, r.p.Seed), f: f, gs: make([]gwState, len(r.gws))}
+	for i, off := range clockOffsets(f.Skew, r.p.Seed, len(e.gs)) {
+		e.gs[i].off = off
+	}
+	for _, rs := range f.Restarts {
+		for g := range e.gs {
+			if rs.Gateway == AllGateways || rs.Gateway == g {
+				e.schedule(event{t: int64(rs.At), kind: evRestart, g: g})
+			}
+		}
+	}
+	e.run()
+}
+
+// clockOffsets draws each of k gateways' clock offset, uniformly within
+// [-skew, skew], plus skew so that no clock reads below 0.
+func clockOffsets(skew time.Duration, seed uint64, k int) []int64 {
+	off := make([]int64, k)
+	if skew == 0 {
+		return off
+	}
+	srng := rngFor(seed, streamSkew)
+	for i := range off {
+		off[i] = srng.Int64N(2*int64(skew) + 1)
+	}
+	return off
+}
+
+func (e *engine) schedule(ev event) {
+	e.seq++
+	ev.seq = e.seq
+	e.ev.push(ev)
+}
+
+func (e *engine) clock(t int64, g int) int64 { return t + e.gs[g].off }
+
+// run processes, in time order, what is in flight, then the syncs due, then
+// the arrivals; at equal times in that order, as the plain modes do syncs
+// before arrivals.
+func (e *engine) run() {
+	r := e.r
+	sy := syncClock{r: r}
+	at, g, c := r.src.next()
+	for {
+		next := min(at, r.end)
+		if !r.info.NoSync {
+			next = min(next, sy.at())
+		}
+		if len(e.ev.h) > 0 && e.ev.h[0].t <= next {
+			ev := e.ev.pop()
+			if ev.t >= r.end {
+				break
+			}
+			e.handle(ev)
+			continue
+		}
+		if next >= r.end {
+			break
+		}
+		if !r.info.NoSync && sy.at() == next {
+			e.syncDue(next, sy.g())
+			sy.advance()
+			continue
+		}
+		e.arrive(at, g, c)
+		at, g, c = r.src.next()
+	}
+	e.finish()
+}
+
+// finish counts the requests still waiting at the run's end as rejected:
+// none of them was admitted.
+func (e *engine) finish() {
+	last := e.r.end - 1
+	for _, ev := range e.ev.h {
+		if ev.kind == evStoreAsk || ev.kind == evAnswer {
+			e.r.m.record(last, design.Reject, ev.c)
+		}
+	}
+	for i := range e.gs {
+		e.dropQueue(last, i)
+	}
+}
+
+func (e *engine) dropQueue(t int64, g int) {
+	for _, d := range e.gs[g].queue {
+		if d.kind == evAnswer {
+			e.r.m.record(t, design.Reject, d.c)
+		}
+	}
+	e.gs[g].queue = e.gs[g].queue[:0]
+}
+
+func (e *engine) handle(ev event) {
+	r := e.r
+	switch ev.kind {
+	case evRestart:
+		e.restart(ev.t, ev.g)
+	case evStoreSync:
+		if e.d.lost(e.f.Loss) {
+			e.schedule(event{t: ev.t + ev.back, kind: evSyncLost, g: ev.g, life: ev.life})
+			return
+		}
+		pull := r.key.Sync(ev.sent, ev.push)
+		if e.d.lost(e.f.Loss) {
+			e.schedule(event{t: ev.t + ev.back, kind: evSyncLost, g: ev.g, life: ev.life})
+			return
+		}
+		// the store's Expiring is scratch, valid until its next call
+		pull.Expiring = append([]int64(nil), pull.Expiring...)
+		if pull.ExpiringCounts != nil {
+			pull.ExpiringCounts = append([]int(nil), pull.ExpiringCounts...)
+		}
+		e.schedule(event{t: ev.t + ev.back, kind: evPull, g: ev.g, life: ev.life, pull: pull})
+	case evStoreAsk:
+		ev.a = r.key.Answer(ev.sent, ev.g, ev.q)
+		ev.kind, ev.t = evAnswer, ev.t+ev.back
+		e.schedule(ev)
+	case evPull, evSyncLost:
+		s := &e.gs[ev.g]
+		if ev.life != s.life {
+			return // to a gateway that has restarted since
+		}
+		if ev.kind == evSyncLost {
+			s.syncing = false
+			return
+		}
+		if s.waiting {
+			s.queue = append(s.queue, deferred{kind: evPull, pull: ev.pull})
+			return
+		}
+		e.pull(ev.t, ev.g, ev.pull)
+	case evAnswer:
+		e.answer(ev)
+	}
+}
+
+// syncDue is gateway g's sync coming round at t.
+func (e *engine) syncDue(t int64, g int) {
+	s := &e.gs[g]
+	switch {
+	case s.syncing:
+		// the last one is still out: this one is left out
+	case s.waiting:
+		if len(s.queue) == 0 || s.queue[len(s.queue)-1].kind != evStoreSync {
+			s.queue = append(s.queue, deferred{kind: evStoreSync})
+		}
+	default:
+		e.startSync(t, g)
+	}
+}
+
+func (e *engine) startSync(t int64, g int) {
+	r, s := e.r, &e.gs[g]
+	gw := r.gws[g]
+	held := r.heldBefore(g)
+	now := e.clock(t, g)
+	push := gw.SyncPush(now)
+	r.m.performed++
+	r.heldAfter(t, g, held)
+	if e.f.RTT == 0 {
+		if e.d.lost(e.f.Loss) {
+			return
+		}
+		pull := r.key.Sync(now, push)
+		if e.d.lost(e.f.Loss) {
+			return
+		}
+		e.pull(t, g, pull)
+		return
+	}
+	s.syncing = true
+	rtt := e.d.rtt()
+	e.schedule(event{t: t + rtt/2, kind: evStoreSync, g: g, life: s.life, sent: now, back: rtt - rtt/2, push: push})
+}
+
+func (e *engine) pull(t int64, g int, p store.Pull) {
+	r := e.r
+	e.gs[g].syncing = false
+	held := r.heldBefore(g)
+	r.gws[g].SyncPull(e.clock(t, g), p)
+	r.heldAfter(t, g, held)
+}
+
+// arrive is a request at t of traffic c reaching gateway g.
+func (e *engine) arrive(t int64, g, c int) {
+	if s := &e.gs[g]; s.waiting {
+		s.queue = append(s.queue, deferred{kind: evAnswer, c: c})
+		return
+	}
+	e.decide(t, g, c)
+}
+
+// decide decides a request at t; when it must wait on the store, the
+// decision is made when the answer arrives.
+func (e *engine) decide(t int64, g, c int) {
+	r, s := e.r, &e.gs[g]
+	gw := r.gws[g]
+	held := r.heldBefore(g)
+	now := e.clock(t, g)
+	v, q := gw.Decide(now, 1)
+	if v == design.Ask {
+		r.m.roundTrips++
+		if e.f.RTT == 0 {
+			v = gw.Resume(now, 1, q, r.key.Answer(now, g, q))
+		} else {
+			r.heldAfter(t, g, held)
+			s.waiting = true
+			rtt := e.d.rtt()
+			e.schedule(event{t: t + rtt/2, kind: evStoreAsk, g: g, life: s.life, c: c, sent: now, back: rtt - rtt/2, q: q})
+			return
+		}
+	}
+	r.heldAfter(t, g, held)
+	e.record(t, g, v, c)
+}
+
+func (e *engine) record(t int64, g int, v design.Verdict, c int) {
+	e.r.m.record(t, v, c)
+	if e.r.trace != nil {
+		e.r.trace(t, g, v)
+	}
+}
+
+// answer finishes a decision that waited on the store, then what waited
+// behind it.
+func (e *engine) answer(ev event) {
+	r, s := e.r, &e.gs[ev.g]
+	if ev.life != s.life {
+		r.m.record(ev.t, design.Reject, ev.c) // its gateway restarted meanwhile
+		return
+	}
+	held := r.heldBefore(ev.g)
+	v := r.gws[ev.g].Resume(e.clock(ev.t, ev.g), 1, ev.q, ev.a)
+	r.heldAfter(ev.t, ev.g, held)
+	e.record(ev.t, ev.g, v, ev.c)
+	s.waiting = false
+	e.drain(ev.t, ev.g)
+}
+
+// drain runs what waited at gateway g, at t, until it must wait again.
+func (e *engine) drain(t int64, g int) {
+	s := &e.gs[g]
+	i := 0
+	for ; i < len(s.queue) && !s.waiting; i++ {
+		d := s.queue[i]
+		switch d.kind {
+		case evAnswer:
+			e.decide(t, g, d.c)
+		case evPull:
+			e.pull(t, g, d.pull)
+		case evStoreSync:
+			if !s.syncing {
+				e.startSync(t, g)
+			}
+		}
+	}
+	n := copy(s.queue, s.queue[i:])
+	s.queue = s.queue[:n]
+}
+
+// restart makes gateway g lose its state at t: a new life of the design,
+// which pushes with a later epoch; the requests waiting there are lost, and
+// what it had in flight is ignored when it comes back. Its lease slots stay
+// counted at the store until its next push settles them.
+func (e *engine) restart(t int64, g int) {
+	r, s := e.r, &e.gs[g]
+	e.dropQueue(t, g)
+	held := r.heldBefore(g)
+	s.life++
+	s.waiting, s.syncing = false, false
+	cfg := r.gatewayConfig(g)
+	cfg.Epoch = uint64(s.life)
+	r.gws[g] = r.info.New(cfg)
+	if r.info.Leases {
+		r.m.held(t, -held)
+	}
+}
+
+// syncClock walks the syncs of every gateway in time order: with one Δ for
+// all they come round in the order of their phases.
+type syncClock struct {
+	r     *runner
+	j     int
+	round int64
+}
+
+func (sc *syncClock) g() int { return sc.r.order[sc.j] }
+
+func (sc *syncClock) at() int64 { return sc.r.phase[sc.g()] + sc.round*sc.r.delta }
+
+func (sc *syncClock) advance() {
+	if sc.j++; sc.j == len(sc.r.order) {
+		sc.j = 0
+		sc.round++
+	}
+}
+
+// eventHeap orders events by time, then by scheduling order.
+type eventHeap struct{ h []event }
+
+func (q *eventHeap) less(a, b int) bool {
+	x, y := &q.h[a], &q.h[b]
+	return x.t < y.t || x.t == y.t && x.seq < y.seq
+}
+
+func (q *eventHeap) push(ev event) {
+	q.h = append(q.h, ev)
+	j := len(q.h) - 1
+	for j > 0 {
+		p := (j - 1) / 2
+		if !q.less(j, p) {
+			break
+		}
+		q.h[j], q.h[p] = q.h[p], q.h[j]
+		j = p
+	}
+}
+
+func (q *eventHeap) pop() event {
+	top := q.h[0]
+	n := len(q.h) - 1
+	q.h[0] = q.h[n]
+	q.h = q.h[:n]
+	j := 0
+	for {
+		l := 2*j + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if rr := l + 1; rr < n && q.less(rr, l) {
+			m = rr
+		}
+		if !q.less(m, j) {
+			break
+		}
+		q.h[j], q.h[m] = q.h[m], q.h[j]
+		j = m
+	}
+	return top
+}

@@ -1,0 +1,176 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Faults are the ways a run's store and gateways depart from the study's
+// ideal store (instant, never failing, one clock). The zero Faults is the
+// study's model, and a run with it makes exactly the decisions it always
+// made.
+type Faults struct {
+	// RTT is the median store round trip. A sync's push reaches the store
+	// after half of one, and its pull the gateway after the other half; a
+	// decision that asks the store is made when the answer arrives. 0: the
+	// store answers at once.
+	RTT time.Duration
+	// RTTP99, when not 0, draws each round trip from a log-normal law with
+	// median RTT and 99th percentile RTTP99 (>= RTT); 0: every round trip
+	// takes RTT.
+	RTTP99 time.Duration
+	// Loss is the probability that a sync's push is lost, and again that
+	// its pull is (the store applied the push but the answer never came
+	// back). The gateway retries at its next sync.
+	Loss float64
+	// Skew bounds the gateways' clock offsets: each gateway's clock is off
+	// by an amount drawn uniformly from [-Skew, Skew]. Gateways read their
+	// own clocks and the store takes the time a gateway sends, as the live
+	// stores do.
+	Skew time.Duration
+	// Restarts are the times a gateway loses its state (admits not yet
+	// pushed, lease slots held, requests waiting).
+	Restarts []Restart
+}
+
+// Restart is a gateway losing its state at a time.
+type Restart struct {
+	At      time.Duration
+	Gateway int // AllGateways: every gateway at once
+}
+
+// AllGateways in a Restart restarts the whole fleet.
+const AllGateways = -1
+
+// Bounds on the faults.
+const (
+	MaxRTT      = 10 * time.Second
+	MaxSkew     = time.Hour
+	MaxRestarts = 1000
+)
+
+// Active reports whether any fault is set.
+func (f Faults) Active() bool {
+	return f.RTT > 0 || f.Loss > 0 || f.Skew > 0 || len(f.Restarts) > 0
+}
+
+func (f Faults) validate(p Params) error {
+	switch {
+	case f.RTT < 0 || f.RTT > MaxRTT:
+		return fmt.Errorf("rtt %v: must be between 0 and %v", f.RTT, MaxRTT)
+	case f.RTTP99 != 0 && (f.RTT == 0 || f.RTTP99 < f.RTT || f.RTTP99 > MaxRTT):
+		return fmt.Errorf("rtt p99 %v: needs a median rtt, and must be at least it (%v) and at most %v", f.RTTP99, f.RTT, MaxRTT)
+	case !(f.Loss >= 0 && f.Loss <= 1):
+		return fmt.Errorf("sync loss %v: must be a probability between 0 and 1", f.Loss)
+	case f.Skew < 0 || f.Skew > MaxSkew:
+		return fmt.Errorf("clock skew %v: must be between 0 and %v", f.Skew, MaxSkew)
+	case len(f.Restarts) > MaxRestarts:
+		return fmt.Errorf("%d restarts: at most %d", len(f.Restarts), MaxRestarts)
+	}
+	for _, r := range f.Restarts {
+		switch {
+		case r.At <= 0 || r.At >= p.Duration:
+			return fmt.Errorf("restart at %v: must be inside the run (0, %v)", r.At, p.Duration)
+		case r.Gateway != AllGateways && (r.Gateway < 0 || r.Gateway >= p.Gateways):
+			return fmt.Errorf("restart of gateway %d: the fleet has gateways 0 to %d", r.Gateway, p.Gateways-1)
+		}
+	}
+	return nil
+}
+
+// flags is the command-line form of the set faults, each with a leading
+// space.
+func (f Faults) flags() string {
+	var s string
+	if f.RTT > 0 {
+		s += " --rtt " + f.RTT.String()
+	}
+	if f.RTTP99 > 0 {
+		s += " --rtt-p99 " + f.RTTP99.String()
+	}
+	if f.Loss > 0 {
+		s += " --sync-loss " + strconv.FormatFloat(f.Loss, 'g', -1, 64)
+	}
+	if f.Skew > 0 {
+		s += " --clock-skew " + f.Skew.String()
+	}
+	if len(f.Restarts) > 0 {
+		s += " --restart " + RestartsString(f.Restarts)
+	}
+	return s
+}
+
+// RestartsString is the --restart form of rs: "10m:0,20m:all".
+func RestartsString(rs []Restart) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		g := strconv.Itoa(r.Gateway)
+		if r.Gateway == AllGateways {
+			g = "all"
+		}
+		parts[i] = r.At.String() + ":" + g
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseRestarts parses restarts written T:G (gateway G, or "all", at time
+// T; T alone restarts gateway 0), several joined by commas.
+func ParseRestarts(s string) ([]Restart, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []Restart
+	for _, part := range strings.Split(s, ",") {
+		at, g, has := strings.Cut(strings.TrimSpace(part), ":")
+		d, err := time.ParseDuration(at)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("restart %q: %q is not a positive duration; want T:G, e.g. 10m:0 or 10m:all", part, at)
+		}
+		r := Restart{At: d}
+		switch {
+		case !has:
+		case g == "all":
+			r.Gateway = AllGateways
+		default:
+			if r.Gateway, err = strconv.Atoi(g); err != nil || r.Gateway < 0 {
+				return nil, fmt.Errorf("restart %q: %q is not a gateway index or \"all\"; want T:G, e.g. 10m:0 or 10m:all", part, g)
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// delays draws a run's store round trips from its own stream, so that the
+// arrivals are the same whatever the faults.
+type delays struct {
+	rng    *rand.Rand
+	median float64
+	sigma  float64 // log-normal spread; 0: fixed
+}
+
+// z99 is the standard normal's 99th percentile.
+const z99 = 2.3263478740408408
+
+func newDelays(f Faults, seed uint64) *delays {
+	d := &delays{rng: rngFor(seed, streamFaults), median: float64(f.RTT)}
+	if f.RTTP99 > 0 {
+		d.sigma = math.Log(float64(f.RTTP99)/float64(f.RTT)) / z99
+	}
+	return d
+}
+
+// rtt draws one round trip (ns).
+func (d *delays) rtt() int64 {
+	if d.sigma == 0 {
+		return int64(d.median)
+	}
+	return int64(d.median * math.Exp(d.sigma*d.rng.NormFloat64()))
+}
+
+// lost draws whether one message is lost.
+func (d *delays) lost(p float64) bool { return p > 0 && d.rng.Float64() < p }
