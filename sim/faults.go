@@ -104,6 +104,41 @@ func (f Faults) flags() string {
 	return s
 }
 
+// String is the command-line form of the set faults, e.g. "--rtt 10ms
+// --sync-loss 0.1"; "" when none is.
+func (f Faults) String() string { return strings.TrimPrefix(f.flags(), " ") }
+
+// ParseFaults parses what Faults.String writes.
+func ParseFaults(s string) (Faults, error) {
+	var f Faults
+	fields := strings.Fields(s)
+	if len(fields)%2 != 0 {
+		return f, fmt.Errorf("faults %q: want flag value pairs such as --rtt 10ms --sync-loss 0.1", s)
+	}
+	for i := 0; i < len(fields); i += 2 {
+		v := fields[i+1]
+		var err error
+		switch fields[i] {
+		case "--rtt":
+			f.RTT, err = time.ParseDuration(v)
+		case "--rtt-p99":
+			f.RTTP99, err = time.ParseDuration(v)
+		case "--sync-loss":
+			f.Loss, err = strconv.ParseFloat(v, 64)
+		case "--clock-skew":
+			f.Skew, err = time.ParseDuration(v)
+		case "--restart":
+			f.Restarts, err = ParseRestarts(v)
+		default:
+			err = fmt.Errorf("unknown flag %q: want --rtt, --rtt-p99, --sync-loss, --clock-skew or --restart", fields[i])
+		}
+		if err != nil {
+			return Faults{}, fmt.Errorf("faults %q: %w", s, err)
+		}
+	}
+	return f, nil
+}
+
 // RestartsString is the --restart form of rs: "10m:0,20m:all".
 func RestartsString(rs []Restart) string {
 	parts := make([]string, len(rs))

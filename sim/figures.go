@@ -19,6 +19,16 @@ type Figures struct {
 	// StrandedX is the time-averaged lease slots granted and not used,
 	// fleet-wide, over L (0 outside the lease designs).
 	StrandedX float64
+	// AttackWindowX, in a run where a flood starts late, is the most
+	// admits, × L, of a window (t-W, t] that holds the flood's start: its
+	// first window, the admits before it included (0 otherwise).
+	AttackWindowX float64 `json:",omitempty"`
+	// FirstBeforePct and FirstAfterPct, in a run of several traffics or a
+	// late flood, are the first traffic's (the honest client's) rejected
+	// share before the flood starts and from then on, in percent (0
+	// otherwise, and 0 before when nothing starts late).
+	FirstBeforePct float64 `json:",omitempty"`
+	FirstAfterPct  float64 `json:",omitempty"`
 }
 
 // Add adds o to f, figure by figure.
@@ -29,6 +39,9 @@ func (f *Figures) Add(o Figures) {
 	f.RejectedPct += o.RejectedPct
 	f.RoundTripPct += o.RoundTripPct
 	f.StrandedX += o.StrandedX
+	f.AttackWindowX += o.AttackWindowX
+	f.FirstBeforePct += o.FirstBeforePct
+	f.FirstAfterPct += o.FirstAfterPct
 }
 
 // Div divides every figure of f by n.
@@ -39,6 +52,9 @@ func (f *Figures) Div(n float64) {
 	f.RejectedPct /= n
 	f.RoundTripPct /= n
 	f.StrandedX /= n
+	f.AttackWindowX /= n
+	f.FirstBeforePct /= n
+	f.FirstAfterPct /= n
 }
 
 // Mean returns the figures of results averaged over them: summed, then

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/design"
@@ -133,5 +134,17 @@ func (m *meter) result(end int64) Result {
 		r.Parts = append(r.Parts, PartResult{Traffic: m.p.Mix()[i].String(),
 			Before: Counts{pc.before[0], pc.before[1]}, During: Counts{pc.during[0], pc.during[1]}})
 	}
+	if len(r.Parts) > 0 {
+		r.FirstBeforePct = zeroNaN(r.Parts[0].Before.RejectedPct())
+		r.FirstAfterPct = zeroNaN(r.Parts[0].During.RejectedPct())
+	}
 	return r
+}
+
+// zeroNaN is x, or 0 for NaN (a share of no requests).
+func zeroNaN(x float64) float64 {
+	if math.IsNaN(x) {
+		return 0
+	}
+	return x
 }

@@ -195,12 +195,9 @@ type Result struct {
 	// Parts, with several traffics or a flood that starts late, are each
 	// traffic's figures, before the attack and from it.
 	Parts []PartResult `json:",omitempty"`
-	// AttackStart is when the first flood that starts late starts, and
-	// AttackWindowX the most admits, × L, of a window (t-W, t] that holds
-	// that start: the flood's first window, honest admits before it
-	// included.
-	AttackStart   time.Duration `json:",omitempty"`
-	AttackWindowX float64       `json:",omitempty"`
+	// AttackStart is when the first flood that starts late starts (see
+	// Figures.AttackWindowX).
+	AttackStart time.Duration `json:",omitempty"`
 }
 
 // PartResult is one traffic's figures in a run: its requests and

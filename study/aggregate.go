@@ -18,13 +18,14 @@ type Cell struct {
 	Limit    int
 	Window   time.Duration
 	Kind     window.Kind
-	Traffic  string
+	Traffic  string // the whole mix
 	Routing  sim.Routing
+	Faults   string // sim.Faults.String(): "" for the ideal store
 }
 
 func cellOf(r Row) Cell {
 	p := r.Params
-	return Cell{r.Part, p.Design, p.Gateways, p.Sync, p.Limit, p.Window, p.WindowKind, p.Traffic.String(), p.Routing}
+	return Cell{r.Part, p.Design, p.Gateways, p.Sync, p.Limit, p.Window, p.WindowKind, p.MixString(), p.Routing, p.Faults.String()}
 }
 
 // Mean is a cell's figures averaged over its seeds.
@@ -79,8 +80,10 @@ func (t table) sortedCells() []Cell {
 			return a.Kind < b.Kind
 		case a.Traffic != b.Traffic:
 			return a.Traffic < b.Traffic
+		case a.Routing != b.Routing:
+			return a.Routing < b.Routing
 		}
-		return a.Routing < b.Routing
+		return a.Faults < b.Faults
 	})
 	return cs
 }

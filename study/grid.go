@@ -25,6 +25,10 @@ const (
 	PartFlood  = "flood"  // floods, sliding window
 	PartBusy   = "busy"   // honest traffic, busy key (L = 10,000)
 	PartFixed  = "fixed"  // floods against shared-counter, fixed window
+	// PartBeyond goes past the study's caveats: targeted and pulsed
+	// floods, sudden floods on an honest key, a slow or lossy store and
+	// restarts, at K = 8 (and K = 32 for targeted floods), Δ = 1 s.
+	PartBeyond = "beyond"
 )
 
 // Run is one run of the grid: its part and its parameters.
@@ -126,6 +130,88 @@ func Grid() []Run {
 			}
 		}
 	}
+	for _, name := range BeyondDesigns() {
+		runs = append(runs, beyond(name)...)
+	}
+	return runs
+}
+
+// The beyond part's axes.
+var (
+	BeyondRTTs   = []time.Duration{time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond}
+	BeyondLosses = []float64{0.01, 0.1}
+	BeyondPulses = []string{"flood:100~10s/50s", "flood:1000~5s/55s"}
+	// BeyondRestarts restart the whole fleet three times.
+	BeyondRestarts = []sim.Restart{{At: 5 * time.Minute, Gateway: sim.AllGateways}, {At: 10 * time.Minute, Gateway: sim.AllGateways},
+		{At: 15 * time.Minute, Gateway: sim.AllGateways}}
+	BeyondTargetKs = []int{refK, 32}
+)
+
+// The beyond part's runs.
+const (
+	beyondFlood   = "flood:100"
+	beyondSeeds   = 3
+	beyondFloodT  = 20 * time.Minute
+	beyondHonestT = 60 * time.Minute
+	beyondAttack  = 10 * time.Minute
+)
+
+// BeyondDesigns are the designs the beyond part runs: every registered
+// design that counts in a sliding window, so that a design added later takes
+// part.
+func BeyondDesigns() []string {
+	var out []string
+	for _, n := range design.Names() {
+		if info, _ := design.Lookup(n); !info.FixedWindow {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Targets are the n of the beyond part's targeted floods at K gateways: one
+// gateway, two, half the fleet and all of it.
+func Targets(k int) []int { return []int{1, 2, k / 2, k} }
+
+// beyond returns design name's runs of the beyond part.
+func beyond(name string) []Run {
+	var runs []Run
+	add := func(k int, tr string, routing sim.Routing, length time.Duration, f sim.Faults) {
+		mix, err := sim.ParseMix(tr)
+		if err != nil {
+			panic(err) // the study's own constants
+		}
+		for s := uint64(1); s <= beyondSeeds; s++ {
+			p := base(name, k, refSync, s)
+			p.Traffic, p.Also, p.Routing, p.Duration, p.Faults = mix[0], mix[1:], routing, length, f
+			runs = append(runs, Run{PartBeyond, p})
+		}
+	}
+	honest := func(f sim.Faults) { add(refK, refHonest, sim.Uneven, beyondHonestT, f) }
+	flood := func(f sim.Faults) { add(refK, beyondFlood, sim.Even, beyondFloodT, f) }
+	flood(sim.Faults{})
+	honest(sim.Faults{})
+	for _, k := range BeyondTargetKs {
+		for _, n := range Targets(k) {
+			add(k, fmt.Sprintf("%s@%d", beyondFlood, n), sim.Even, beyondFloodT, sim.Faults{})
+		}
+	}
+	for _, pulse := range BeyondPulses {
+		add(refK, pulse, sim.Even, beyondFloodT, sim.Faults{})
+	}
+	for _, target := range []string{"", "@1"} {
+		add(refK, fmt.Sprintf("%s,%s%s+%v", refHonest, beyondFlood, target, beyondAttack), sim.Uneven, beyondFloodT, sim.Faults{})
+	}
+	for _, rtt := range BeyondRTTs {
+		flood(sim.Faults{RTT: rtt})
+		honest(sim.Faults{RTT: rtt})
+	}
+	for _, loss := range BeyondLosses {
+		flood(sim.Faults{Loss: loss})
+		honest(sim.Faults{Loss: loss})
+	}
+	flood(sim.Faults{Restarts: BeyondRestarts})
+	honest(sim.Faults{Restarts: BeyondRestarts})
 	return runs
 }
 
@@ -139,6 +225,12 @@ func Quick() []Run {
 	var runs []Run
 	for _, r := range Grid() {
 		p := r.Params
+		if r.Part == PartBeyond {
+			if p.Seed == 1 && p.Gateways == refK {
+				runs = append(runs, r)
+			}
+			continue
+		}
 		if !keepK[p.Gateways] || !keepSync[p.Sync] || p.Seed != 1 || !keepTraffic[p.Traffic.String()] {
 			continue
 		}
@@ -226,9 +318,9 @@ func checkFilterValue(key, v string) error {
 		}
 	case "part":
 		switch v {
-		case PartHonest, PartFlood, PartBusy, PartFixed:
+		case PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond:
 		default:
-			return fmt.Errorf("filter part=%s: want %s, %s, %s or %s", v, PartHonest, PartFlood, PartBusy, PartFixed)
+			return fmt.Errorf("filter part=%s: want %s, %s, %s, %s or %s", v, PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond)
 		}
 	}
 	return nil
@@ -269,13 +361,20 @@ func (f Filter) Select(runs []Run) []Run {
 
 // ExpectedRequests is a run's expected number of requests, a cost estimate.
 func ExpectedRequests(p sim.Params) float64 {
-	return p.Traffic.Factor * float64(p.Limit) * float64(p.Duration) / float64(p.Window)
+	var n float64
+	for _, t := range p.Mix() {
+		n += t.Factor * float64(p.Limit) * float64(p.Duration-t.Start) / float64(p.Window)
+	}
+	return n
 }
 
 // runCost estimates a run's work: its requests, and its syncs (which the
 // lazy mode skips when idle, hence their smaller weight).
 func runCost(p sim.Params) float64 {
 	c := ExpectedRequests(p)
+	if p.Faults.Active() {
+		c *= 2 // the fault engine's events
+	}
 	if p.Design != "central-log" {
 		c += float64(p.Gateways) * float64(p.Duration) / float64(p.Sync) * 0.2
 	}

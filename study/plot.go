@@ -26,6 +26,9 @@ type chart struct {
 	logX, logY                  bool
 	xticks                      []float64 // label these x values instead of the default ticks
 	series                      []series
+	// headroom raises the y axis so that the data keep to its lower 60%
+	// and the legend, top left, hides none of it (linear y only)
+	headroom bool
 }
 
 // drawable returns c without the points a log axis cannot show, and
@@ -111,6 +114,10 @@ func (c chart) draw(dir string) error {
 			p.Add(l, sc)
 			p.Legend.Add(s.name, l, sc)
 		}
+	}
+	if c.headroom && !c.logY {
+		lo, hi := p.Y.Min, p.Y.Max
+		p.Y.Max = lo + (hi-lo)/0.6
 	}
 	return p.Save(7*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, c.file))
 }

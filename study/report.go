@@ -78,6 +78,10 @@ type scenario struct {
 	RejectedPct  float64 `json:"rejected_pct"`
 	RoundTripPct float64 `json:"round_trip_pct"`
 	StrandedX    float64 `json:"stranded_x"`
+	Faults       string  `json:"faults,omitempty"`
+	AttackX      float64 `json:"attack_window_x,omitempty"`
+	FirstBefore  float64 `json:"first_rejected_before_pct,omitempty"`
+	FirstAfter   float64 `json:"first_rejected_after_pct,omitempty"`
 }
 
 func writeReport(dir string, rows []Row) error {
@@ -122,6 +126,7 @@ func Build(rows []Row) Report {
 	s.honest()
 	s.leases()
 	s.fixed()
+	s.beyond()
 	rep.Markdown = b.String()
 	return rep
 }
@@ -137,7 +142,7 @@ func summarize(rows []Row, t table) Summary {
 		m := t[c]
 		sum.Scenarios = append(sum.Scenarios, scenario{c.Part, c.Design, c.Gateways, c.Sync.String(), c.Limit,
 			c.Kind.String(), c.Traffic, c.Routing.String(), m.Seeds, m.AdmittedX, m.WorstWindowX, m.WorstFixedWindowX,
-			m.RejectedPct, m.RoundTripPct, m.StrandedX})
+			m.RejectedPct, m.RoundTripPct, m.StrandedX, c.Faults, m.AttackWindowX, m.FirstBeforePct, m.FirstAfterPct})
 	}
 	if fit, _, _ := floodLaw(t); fit != nil {
 		sum.FloodLaw = fit
@@ -189,7 +194,7 @@ func (s section) floods() {
 		head = append(head, "flood:"+ff(m))
 	}
 	k8 := s.byDesign(head, s.rates, func(d string, i int) Cell {
-		return Cell{PartFlood, d, refK, refSync, quietLimit, refWindow, window.Sliding, floodSpec(s.rates[i]), sim.Even}
+		return Cell{PartFlood, d, refK, refSync, quietLimit, refWindow, window.Sliding, floodSpec(s.rates[i]), sim.Even, ""}
 	}, admitted, func(m Mean) float64 { return m.AdmittedX })
 	s.rep.addChart(s.b, "admitted under floods", chart{file: "floods_k8.png", title: fmt.Sprintf("Floods, K = %d, Δ = %v", refK, refSync),
 		xlabel: "flood rate M (x L per window)", ylabel: "admitted_x (x L)", logX: true, logY: true, series: k8, xticks: s.rates})
@@ -202,7 +207,7 @@ func (s section) floods() {
 
 // honestCell is the quiet key's honest scenario of design d.
 func honestCell(d string, k int, sync time.Duration, tr string) Cell {
-	return Cell{PartHonest, d, k, sync, quietLimit, refWindow, window.Sliding, tr, sim.Uneven}
+	return Cell{PartHonest, d, k, sync, quietLimit, refWindow, window.Sliding, tr, sim.Uneven, ""}
 }
 
 // honest writes the honest cost by K and by Δ, and page loads by K.
@@ -246,7 +251,7 @@ func (s section) leases() {
 			limit int
 		}{{"quiet (L=100)", PartHonest, quietLimit}, {"busy (L=10000)", PartBusy, BusyLimit}} {
 			for _, k := range busyKs {
-				c := Cell{key.part, d, k, refSync, key.limit, refWindow, window.Sliding, refHonest, sim.Uneven}
+				c := Cell{key.part, d, k, refSync, key.limit, refWindow, window.Sliding, refHonest, sim.Uneven, ""}
 				m, ok := s.t[c]
 				if !ok {
 					tbl = append(tbl, []string{d, key.name, fmt.Sprint(k), "–", "–", "–", "–"})
@@ -267,8 +272,8 @@ func (s section) fixed() {
 	var tbl [][]string
 	var sl, fx plotter.XYs
 	for _, m := range s.rates {
-		sv, okS := s.t[Cell{PartFlood, "shared-counter", refK, refSync, quietLimit, refWindow, window.Sliding, floodSpec(m), sim.Even}]
-		fv, okF := s.t[Cell{PartFixed, "shared-counter", refK, refSync, quietLimit, refWindow, window.Fixed, floodSpec(m), sim.Even}]
+		sv, okS := s.t[Cell{PartFlood, "shared-counter", refK, refSync, quietLimit, refWindow, window.Sliding, floodSpec(m), sim.Even, ""}]
+		fv, okF := s.t[Cell{PartFixed, "shared-counter", refK, refSync, quietLimit, refWindow, window.Fixed, floodSpec(m), sim.Even, ""}]
 		row := []string{"flood:" + ff(m), "–", "–", "–", "–", "–"}
 		if okS {
 			row[1], row[3] = fmt.Sprintf("%.3f", sv.AdmittedX), fmt.Sprintf("%.3f", sv.WorstWindowX)
@@ -380,7 +385,7 @@ func plateaus(t table, designs []string) string {
 	for _, d := range designs {
 		row := []string{d}
 		for _, k := range ks {
-			row = append(row, t.fmt(Cell{PartFlood, d, k, topSync, quietLimit, refWindow, window.Sliding, floodSpec(top), sim.Even},
+			row = append(row, t.fmt(Cell{PartFlood, d, k, topSync, quietLimit, refWindow, window.Sliding, floodSpec(top), sim.Even, ""},
 				func(m Mean) string { return fmt.Sprintf("%.3f", m.AdmittedX) }))
 		}
 		tbl = append(tbl, row)
@@ -413,7 +418,7 @@ func writeTable(b *strings.Builder, head []string, rows [][]string) {
 
 func partsLine(parts map[string]int) string {
 	var names []string
-	for _, p := range []string{PartHonest, PartFlood, PartBusy, PartFixed} {
+	for _, p := range []string{PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond} {
 		if parts[p] > 0 {
 			names = append(names, fmt.Sprintf("%d %s", parts[p], p))
 		}
@@ -438,7 +443,7 @@ func presentDesigns(rows []Row) []string {
 func presentFloods(rows []Row) []float64 {
 	have := map[float64]bool{}
 	for _, r := range rows {
-		if r.Params.Traffic.Kind == sim.Flood {
+		if (r.Part == PartFlood || r.Part == PartFixed) && r.Params.Traffic.Kind == sim.Flood {
 			have[r.Params.Traffic.Factor] = true
 		}
 	}

@@ -52,6 +52,10 @@ func TestReproducesCommittedResults(t *testing.T) {
 			t.Fatal(err)
 		}
 		line := strings.SplitAfter(b.String(), "\n")[1]
+		if cols := strings.Count(lines[i], ","); strings.Count(line, ",") > cols {
+			// a results file of an earlier version: its columns only
+			line = strings.Join(strings.SplitN(line, ",", cols+2)[:cols+1], ",") + "\n"
+		}
 		if line != lines[i] {
 			t.Fatalf("row %d differs:\ncommitted %s\nrerun     %s", i+2, lines[i], line)
 		}

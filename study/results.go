@@ -71,7 +71,8 @@ func Execute(ctx context.Context, runs []Run, opt Options) (rows []Row, complete
 
 var header = []string{"part", "design", "gateways", "sync", "limit", "window", "window_kind", "traffic", "routing",
 	"duration", "aligned_sync", "seed", "requests", "admitted", "rejected", "round_trips", "syncs",
-	"admitted_x", "worst_window_x", "worst_fixed_window_x", "rejected_pct", "round_trip_pct", "stranded_x"}
+	"admitted_x", "worst_window_x", "worst_fixed_window_x", "rejected_pct", "round_trip_pct", "stranded_x",
+	"faults", "attack_window_x", "first_rejected_before_pct", "first_rejected_after_pct"}
 
 func ff(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
@@ -84,11 +85,12 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	for _, r := range rows {
 		p := r.Params
 		rec := []string{r.Part, p.Design, strconv.Itoa(p.Gateways), p.Sync.String(), strconv.Itoa(p.Limit),
-			p.Window.String(), p.WindowKind.String(), p.Traffic.String(), p.Routing.String(), p.Duration.String(),
+			p.Window.String(), p.WindowKind.String(), p.MixString(), p.Routing.String(), p.Duration.String(),
 			strconv.FormatBool(p.AlignedSync), strconv.FormatUint(p.Seed, 10),
 			strconv.FormatInt(r.Requests, 10), strconv.FormatInt(r.Admitted, 10), strconv.FormatInt(r.Rejected, 10),
 			strconv.FormatInt(r.RoundTrips, 10), strconv.FormatInt(r.Syncs, 10),
-			ff(r.AdmittedX), ff(r.WorstWindowX), ff(r.WorstFixedWindowX), ff(r.RejectedPct), ff(r.RoundTripPct), ff(r.StrandedX)}
+			ff(r.AdmittedX), ff(r.WorstWindowX), ff(r.WorstFixedWindowX), ff(r.RejectedPct), ff(r.RoundTripPct), ff(r.StrandedX),
+			p.Faults.String(), ff(r.AttackWindowX), ff(r.FirstBeforePct), ff(r.FirstAfterPct)}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -97,15 +99,24 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	return cw.Error()
 }
 
-// ReadCSV reads what WriteCSV wrote. name is used in error messages.
+// studyColumns are the columns of results written before the beyond part
+// (no faults, one traffic), which ReadCSV still reads.
+const studyColumns = 23
+
+// ReadCSV reads what WriteCSV wrote, or the shorter results.csv of earlier
+// versions. name is used in error messages.
 func ReadCSV(r io.Reader, name string) ([]Row, error) {
 	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = len(header)
+	cr.FieldsPerRecord = -1
 	head, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	for i, h := range header {
+	if len(head) != len(header) && len(head) != studyColumns {
+		return nil, fmt.Errorf("%s: %d columns, want %d: not a fleetlimit results file", name, len(head), len(header))
+	}
+	cr.FieldsPerRecord = len(head)
+	for i, h := range header[:len(head)] {
 		if head[i] != h {
 			return nil, fmt.Errorf("%s: column %d is %q, want %q: not a fleetlimit results file", name, i+1, head[i], h)
 		}
@@ -157,8 +168,11 @@ func parseRow(rec []string) (Row, error) {
 	var err error
 	p.WindowKind, err = window.ParseKind(rec[6])
 	errs = append(errs, err)
-	p.Traffic, err = sim.ParseTraffic(rec[7])
+	mix, err := sim.ParseMix(rec[7])
 	errs = append(errs, err)
+	if err == nil {
+		p.Traffic, p.Also = mix[0], mix[1:]
+	}
 	p.Routing, err = sim.ParseRouting(rec[8])
 	errs = append(errs, err)
 	p.Duration = dur(rec[9])
@@ -169,6 +183,11 @@ func parseRow(rec []string) (Row, error) {
 	r.Requests, r.Admitted, r.Rejected, r.RoundTrips, r.Syncs = i64(rec[12]), i64(rec[13]), i64(rec[14]), i64(rec[15]), i64(rec[16])
 	r.AdmittedX, r.WorstWindowX, r.WorstFixedWindowX = f64(rec[17]), f64(rec[18]), f64(rec[19])
 	r.RejectedPct, r.RoundTripPct, r.StrandedX = f64(rec[20]), f64(rec[21]), f64(rec[22])
+	if len(rec) > studyColumns {
+		p.Faults, err = sim.ParseFaults(rec[23])
+		errs = append(errs, err)
+		r.AttackWindowX, r.FirstBeforePct, r.FirstAfterPct = f64(rec[24]), f64(rec[25]), f64(rec[26])
+	}
 	for _, e := range errs {
 		if e != nil {
 			return Row{}, e
@@ -178,9 +197,10 @@ func parseRow(rec []string) (Row, error) {
 		return Row{}, err
 	}
 	switch r.Part {
-	case PartHonest, PartFlood, PartBusy, PartFixed:
+	case PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond:
 	default:
-		return Row{}, fmt.Errorf("part %q: want %s, %s, %s or %s", r.Part, PartHonest, PartFlood, PartBusy, PartFixed)
+		return Row{}, fmt.Errorf("part %q: want %s, %s, %s, %s or %s", r.Part, PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond)
 	}
 	return r, nil
 }
+

@@ -28,14 +28,18 @@ func TestGridRunCount(t *testing.T) {
 		PartFlood:  7 * 5 * 5 * 7 * 3,
 		PartFixed:  1 * 5 * 5 * 7 * 3,
 		PartBusy:   7 * 3 * 3 * 2 * 2 * 3,
+		// designs x (flood and honest baselines, 8 targeted floods, 2
+		// pulsed, 2 sudden, 3 round trips and 2 losses under a flood and
+		// honest traffic, restarts under both) x seeds
+		PartBeyond: 7 * (2 + 8 + 2 + 2 + 6 + 4 + 2) * 3,
 	}
 	for p, n := range want {
 		if parts[p] != n {
 			t.Errorf("%s: %d runs, want %d", p, parts[p], n)
 		}
 	}
-	if len(runs) != 13706 {
-		t.Errorf("grid has %d runs, want 13706", len(runs))
+	if len(runs) != 13706+546 {
+		t.Errorf("grid has %d runs, want %d", len(runs), 13706+546)
 	}
 	seen := map[string]bool{}
 	for _, r := range runs {
@@ -48,7 +52,7 @@ func TestGridRunCount(t *testing.T) {
 }
 
 func TestFilter(t *testing.T) {
-	f, err := ParseFilter("design=lease,split k=8; sync=1s traffic=flood")
+	f, err := ParseFilter("design=lease,split k=8; sync=1s traffic=flood part=flood")
 	if err != nil {
 		t.Fatal(err)
 	}
