@@ -203,4 +203,3 @@ func parseRow(rec []string) (Row, error) {
 	}
 	return r, nil
 }
-
