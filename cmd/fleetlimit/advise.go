@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/study"
+)
+
+func newAdviseCmd() *cobra.Command {
+	var (
+		gateways, syncs, honest, routing, threat string
+		asJSON                                   bool
+		workers, top                             int
+	)
+	q := study.Question{Limit: 100, Window: time.Minute, Seeds: 2,
+		Budgets: study.Budgets{OverX: 1.1, RejectPct: 1, RoundTrips: 10}}
+	c := &cobra.Command{
+		Use:   "advise",
+		Short: "Rank the designs and sync intervals for your fleet, traffic, threat and budgets",
+		Long: `advise turns the study into a decision. Given the fleet (K, or several K
+that the choice must hold for), the limit, the honest traffic you expect, the
+flood you must hold against and the budgets you accept, it simulates every
+design the simulator knows at every candidate Δ (an honest run of 60 windows
+and a flood run of 20, --seeds each, for every K) and prints them ranked:
+first those within every budget, the cheapest first (each figure as a share
+of its budget, summed; then the longer Δ), then the rest by how far they miss.
+With several K a candidate's figures are its worst over them.
+
+The figures: worst_window_x is the most admitted in any window under the
+flood, × L; rejected_pct and round_trip_pct are of the honest traffic;
+syncs/s is the fleet's syncs per key per second (the store's load).`,
+		Example: `  fleetlimit advise --gateways 8 --honest steady:0.8 --threat flood:100
+  fleetlimit advise --gateways 4,16,32 --threat flood:1000@1 --max-over 1.05 --max-rejected 0.5 --max-round-trips 5
+  fleetlimit advise --gateways 8 --rtt 10ms --sync-loss 0.05 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if q.Gateways, err = parseInts(gateways); err != nil {
+				return usagef("--gateways %q: %v", gateways, err)
+			}
+			if q.Syncs, err = parseDurations(syncs); err != nil {
+				return usagef("--sync %q: %v", syncs, err)
+			}
+			if q.Honest, err = sim.ParseTraffic(honest); err != nil {
+				return usageError{err}
+			}
+			if q.Threat, err = sim.ParseTraffic(threat); err != nil {
+				return usageError{err}
+			}
+			if q.Routing, err = sim.ParseRouting(routing); err != nil {
+				return usageError{err}
+			}
+			if top < 0 {
+				return usagef("--top %d: must be 0 (all) or more", top)
+			}
+			if err := q.Validate(); err != nil {
+				return usageError{err}
+			}
+			start := time.Now()
+			cands, err := study.Advise(context.Background(), q, workers)
+			if err != nil {
+				return runError{err}
+			}
+			if top > 0 && top < len(cands) {
+				cands = cands[:top]
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(cands)
+			}
+			writeAdvice(cmd.OutOrStdout(), q, cands, time.Since(start))
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&gateways, "gateways", "8", "K, or several joined by commas that the choice must hold for")
+	f.StringVar(&syncs, "sync", "100ms,300ms,1s,3s,10s", "candidate sync intervals Δ, joined by commas")
+	f.IntVar(&q.Limit, "limit", q.Limit, "L, requests allowed per window")
+	f.DurationVar(&q.Window, "window", q.Window, "W, the window")
+	f.StringVar(&honest, "honest", "steady:0.8", "the honest traffic you expect: steady:F or pageload:F")
+	f.StringVar(&routing, "routing", "uneven", "how the honest traffic reaches the gateways: even or uneven")
+	f.StringVar(&threat, "threat", "flood:100", "the flood to hold against: flood:M, optionally @N to aim it at N gateways")
+	f.DurationVar(&q.Faults.RTT, "rtt", 0, "the store's round trip (0: instant)")
+	f.Float64Var(&q.Faults.Loss, "sync-loss", 0, "probability that a sync's push, and again its pull, is lost")
+	f.Float64Var(&q.Budgets.OverX, "max-over", q.Budgets.OverX, "the most admitted in any window under the flood you accept, × L")
+	f.Float64Var(&q.Budgets.RejectPct, "max-rejected", q.Budgets.RejectPct, "the honest requests you accept to reject, percent")
+	f.Float64Var(&q.Budgets.RoundTrips, "max-round-trips", q.Budgets.RoundTrips, "the honest requests you accept to wait on the store, percent")
+	f.IntVar(&q.Seeds, "seeds", q.Seeds, "seeds per run (1 to 20)")
+	f.IntVar(&top, "top", 0, "print only the first N (0: all)")
+	f.BoolVar(&asJSON, "json", false, "print the ranked candidates as JSON")
+	f.IntVar(&workers, "workers", 0, "parallel runs (0: one per core)")
+	return c
+}
+
+func writeAdvice(w io.Writer, q study.Question, cands []study.Candidate, took time.Duration) {
+	fmt.Fprintf(w, "fleetlimit advise: K = %s, L = %d per %v, honest %v (%v), threat %v", joinInts(q.Gateways), q.Limit, q.Window, q.Honest, q.Routing, q.Threat)
+	if s := q.Faults.String(); s != "" {
+		fmt.Fprintf(w, ", store %s", s)
+	}
+	fmt.Fprintf(w, "\nbudgets: worst window ≤ %.3g × L, honest rejections ≤ %.3g%%, round trips ≤ %.3g%% (%d seeds, %v)\n\n",
+		q.Budgets.OverX, q.Budgets.RejectPct, q.Budgets.RoundTrips, q.Seeds, took.Round(10*time.Millisecond))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "rank\tdesign\tΔ\tfits\tworst_window_x\tadmitted_x\trejected_pct\tround_trip_pct\tsyncs/s\tscore\t")
+	for i, c := range cands {
+		fits := "no"
+		if c.Fits {
+			fits = "yes"
+		}
+		sync := c.SyncText
+		if sync == "" {
+			sync = "–"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.2f\t%.3g\t%.2f\t\n", i+1, c.Design, sync, fits, c.WorstWindowX, c.AdmittedX,
+			c.RejectedPct, c.RoundTripPct, c.SyncsPerSec, c.Score)
+	}
+	tw.Flush()
+	if len(cands) > 0 {
+		at := " at Δ = " + cands[0].SyncText
+		if cands[0].SyncText == "" {
+			at = ""
+		}
+		fmt.Fprintf(w, "\n%s%s is first: %s.\n", cands[0].Design, at, cands[0].Why)
+		if !cands[0].Fits {
+			fmt.Fprintln(w, "No candidate meets every budget: loosen one, or accept the first's figures.")
+		}
+	}
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a whole number of at least 1", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func parseDurations(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%q is not a positive duration such as 1s or 300ms", f)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
