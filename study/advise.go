@@ -41,7 +41,7 @@ type Budgets struct {
 type Candidate struct {
 	Design       string        `json:"design"`
 	Sync         time.Duration `json:"-"`
-	SyncText     string        `json:"sync"` // "" for a design that does not sync
+	SyncText     string        `json:"sync"`           // "" for a design that does not sync
 	WorstWindowX float64       `json:"worst_window_x"` // under the threat
 	AdmittedX    float64       `json:"admitted_x"`     // under the threat
 	RejectedPct  float64       `json:"rejected_pct"`   // of the honest traffic
