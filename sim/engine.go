@@ -52,10 +52,19 @@ type event struct {
 	a    store.Answer
 }
 
+// waitKind is what waits at a gateway while it waits on the store.
+type waitKind uint8
+
+const (
+	waitArrival waitKind = iota // a request, to decide
+	waitPull                    // a sync's pull, to apply
+	waitSync                    // a sync that came due, to start
+)
+
 // deferred is what waits at a gateway while it waits on the store.
 type deferred struct {
-	kind evKind // evPull, or evAnswer standing for an arrival, or evStoreSync for a sync start
-	c    int
+	kind waitKind
+	c    int // waitArrival: the request's traffic
 	pull store.Pull
 }
 
@@ -166,7 +175,7 @@ func (e *engine) finish() {
 
 func (e *engine) dropQueue(t int64, g int) {
 	for _, d := range e.gs[g].queue {
-		if d.kind == evAnswer {
+		if d.kind == waitArrival {
 			e.r.m.record(t, design.Reject, d.c)
 		}
 	}
@@ -208,7 +217,7 @@ func (e *engine) handle(ev event) {
 			return
 		}
 		if s.waiting {
-			s.queue = append(s.queue, deferred{kind: evPull, pull: ev.pull})
+			s.queue = append(s.queue, deferred{kind: waitPull, pull: ev.pull})
 			return
 		}
 		e.pull(ev.t, ev.g, ev.pull)
@@ -224,8 +233,8 @@ func (e *engine) syncDue(t int64, g int) {
 	case s.syncing:
 		// the last one is still out: this one is left out
 	case s.waiting:
-		if len(s.queue) == 0 || s.queue[len(s.queue)-1].kind != evStoreSync {
-			s.queue = append(s.queue, deferred{kind: evStoreSync})
+		if len(s.queue) == 0 || s.queue[len(s.queue)-1].kind != waitSync {
+			s.queue = append(s.queue, deferred{kind: waitSync})
 		}
 	default:
 		e.startSync(t, g)
@@ -267,7 +276,7 @@ func (e *engine) pull(t int64, g int, p store.Pull) {
 // arrive is a request at t of traffic c reaching gateway g.
 func (e *engine) arrive(t int64, g, c int) {
 	if s := &e.gs[g]; s.waiting {
-		s.queue = append(s.queue, deferred{kind: evAnswer, c: c})
+		s.queue = append(s.queue, deferred{kind: waitArrival, c: c})
 		return
 	}
 	e.decide(t, g, c)
@@ -327,11 +336,11 @@ func (e *engine) drain(t int64, g int) {
 	for ; i < len(s.queue) && !s.waiting; i++ {
 		d := s.queue[i]
 		switch d.kind {
-		case evAnswer:
+		case waitArrival:
 			e.decide(t, g, d.c)
-		case evPull:
+		case waitPull:
 			e.pull(t, g, d.pull)
-		case evStoreSync:
+		case waitSync:
 			if !s.syncing {
 				e.startSync(t, g)
 			}

@@ -4,7 +4,9 @@
 // admits, rejects and costs.
 //
 // A run is a pure function of its Params: time is virtual, randomness comes
-// from streams seeded by Params.Seed, and the store is memstore. The package
+// from streams seeded by Params.Seed, and the store is memstore, ideal by
+// default or, with Params.Faults, slow, lossy, on skewed clocks and with
+// gateways that restart. The package
 // never reads a clock, starts a goroutine, or does I/O; running many runs in
 // parallel is the sweep package's job.
 package sim
