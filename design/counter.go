@@ -46,12 +46,7 @@ type counter struct {
 	mode  counterMode
 	limit float64
 
-	count   int     // store count at the last sync
-	syncAt  int64   // time of the last sync
-	exp     []int64 // stamps of count that leave the window soon, ascending
-	expN    []int   // their counts (nil: 1 each)
-	expOut  int     // how many of exp have left
-	expGone int     // the requests they stand for
+	view storeView // the store's count at the last sync, aged
 
 	local local // own admits: since the last sync, and for the fallback
 
@@ -65,13 +60,7 @@ func newCounter(c Config, m counterMode) Gateway {
 }
 
 // known is the store's count from the last sync less what has aged out.
-func (c *counter) known(lo int64) int {
-	for c.expOut < len(c.exp) && c.exp[c.expOut] < lo {
-		c.expGone += store.CountAt(c.expN, c.expOut)
-		c.expOut++
-	}
-	return c.count - c.expGone
-}
+func (c *counter) known(lo int64) int { return c.view.known(lo) }
 
 // own is this gateway's admits since the last sync still in the window.
 func (c *counter) own(now int64) int { return c.local.sinceSyncCount(now) }
@@ -114,13 +103,7 @@ func (c *counter) SyncPush(now int64) store.Push {
 }
 
 func (c *counter) SyncPull(now int64, p store.Pull) {
-	c.count, c.syncAt = p.Count, now
-	c.exp = append(c.exp[:0], p.Expiring...)
-	c.expN = nil
-	if p.ExpiringCounts != nil {
-		c.expN = append(c.expN[:0:0], p.ExpiringCounts...)
-	}
-	c.expOut, c.expGone = 0, 0
+	c.view.pulled(p)
 	c.local.settle()
 	if c.mode == modeTrackShare {
 		if p.Count == 0 {
@@ -162,8 +145,8 @@ func (c *counter) View(now int64, fallback bool) (int, int64) {
 		rem = int(math.Ceil(float64(left)*c.share)) - own
 	}
 	oldest := int64(math.MaxInt64)
-	if c.expOut < len(c.exp) {
-		oldest = c.exp[c.expOut]
+	if t, ok := c.view.nextExpiry(); ok {
+		oldest = t
 	}
 	if i := c.local.sinceSync(now); i < len(c.local.stamps) {
 		oldest = min(oldest, c.local.stamps[i])

@@ -31,19 +31,9 @@ type lease struct {
 	grant int  // unused granted slots
 	local local
 
-	// arrivals per sync interval over the last window: a ring of
-	// len(intervals) buckets of span sync intervals each, whose sum is sum;
-	// cur is the open interval, filled is how many intervals the bucket at
-	// next holds. A window of at most MaxLeaseBuckets intervals has a
-	// bucket per interval (span 1); a longer one shares them, so that a
-	// lease's memory never passes MaxLeaseBuckets counters.
-	intervals []int
-	span      int
-	filled    int
-	next      int
-	sum       int
-	cur       int
-	last      int // arrivals in the last closed interval
+	arr  arrivals // arrivals per sync interval over the last window
+	cur  int      // arrivals in the open interval
+	last int      // arrivals in the last closed interval
 
 	wait bool // lease-ask: the store had no room; do not ask before the next sync
 	// syncing is true between SyncPush and SyncPull. A sync settles all
@@ -60,57 +50,12 @@ type lease struct {
 	central      *window.Log // admits the central check logged, for the fallback quota; nil until one
 }
 
-// MaxLeaseBuckets bounds the arrival counters a lease keeps per key.
-const MaxLeaseBuckets = 4096
-
 func newLease(c Config, ask bool) Gateway {
-	n := math.Round(float64(c.Window.Size) / float64(c.Sync))
-	n = max(min(n, 1<<40), 1)
-	buckets := int(min(n, MaxLeaseBuckets))
-	span := int(math.Ceil(n / float64(buckets)))
-	return &lease{cfg: c, ask: ask, intervals: make([]int, buckets), span: span, local: newLocal(c)}
+	return &lease{cfg: c, ask: ask, arr: newArrivals(c), local: newLocal(c)}
 }
 
 // want is ceil(1.5 r + 1) for the closed intervals of the last window.
-func (l *lease) want() int {
-	r := float64(l.sum) / float64(len(l.intervals)*l.span)
-	return int(math.Ceil(1.5*r + 1))
-}
-
-// closeEmpty closes n intervals without arrivals, a bucket at a time.
-func (l *lease) closeEmpty(n int) {
-	for n > 0 {
-		if l.filled == 0 { // entering the bucket at next: it makes room
-			l.sum -= l.intervals[l.next]
-			l.intervals[l.next] = 0
-		}
-		step := min(n, l.span-l.filled)
-		n -= step
-		if l.filled += step; l.filled == l.span {
-			l.filled = 0
-			if l.next++; l.next == len(l.intervals) {
-				l.next = 0
-			}
-		}
-	}
-}
-
-// closeInterval closes a sync interval with c arrivals: the oldest bucket
-// makes room for it.
-func (l *lease) closeInterval(c int) {
-	if l.filled == 0 {
-		l.sum -= l.intervals[l.next]
-		l.intervals[l.next] = 0
-	}
-	l.intervals[l.next] += c
-	l.sum += c
-	if l.filled++; l.filled == l.span {
-		l.filled = 0
-		if l.next++; l.next == len(l.intervals) {
-			l.next = 0
-		}
-	}
-}
+func (l *lease) want() int { return int(math.Ceil(1.5*l.arr.mean() + 1)) }
 
 func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 	l.cur += n
@@ -165,7 +110,7 @@ func (l *lease) Fallback(now int64, n int) Verdict {
 
 func (l *lease) SyncPush(now int64) store.Push {
 	l.last = l.cur
-	l.closeInterval(l.cur)
+	l.arr.closeInterval(l.cur)
 	l.cur = 0
 	ask := l.want()
 	if l.ask && l.last == 0 {
@@ -210,20 +155,7 @@ func (l *lease) QuietSyncs() int {
 	if l.grant != l.want() {
 		return 0
 	}
-	if l.sum == 0 {
-		return Forever
-	}
-	if l.span > 1 {
-		return 0 // shared buckets: no cheap count of the quiet syncs ahead
-	}
-	n := 0
-	for i := l.next; l.intervals[i] == 0; {
-		n++
-		if i++; i == len(l.intervals) {
-			i = 0
-		}
-	}
-	return n
+	return l.arr.emptyAhead()
 }
 
 // Skip accounts for n quiet syncs: each closed an empty interval.
@@ -231,12 +163,7 @@ func (l *lease) Skip(n int) {
 	if n <= 0 {
 		return
 	}
-	if n >= len(l.intervals)*l.span {
-		clear(l.intervals)
-		l.sum, l.next, l.filled = 0, 0, 0
-	} else {
-		l.closeEmpty(n)
-	}
+	l.arr.closeEmpty(n)
 	l.last = 0
 	l.wait = false
 	l.syncing = false

@@ -14,14 +14,14 @@ func TestLeaseMemoryIsBounded(t *testing.T) {
 	year := 365 * 24 * time.Hour
 	for _, sync := range []time.Duration{time.Nanosecond, time.Millisecond, time.Second} {
 		g := newLease(Config{Limit: 1 << 30, Window: window.Spec{Size: year}, Gateways: 2, Sync: sync}, true).(*lease)
-		if len(g.intervals) > MaxLeaseBuckets {
-			t.Fatalf("Δ=%v: %d counters for a year's window", sync, len(g.intervals))
+		if len(g.arr.intervals) > MaxLeaseBuckets {
+			t.Fatalf("Δ=%v: %d counters for a year's window", sync, len(g.arr.intervals))
 		}
 	}
 	// Δ = 1 s over a day: 86,400 intervals share 4,096 buckets of 22.
 	g := newLease(Config{Limit: 1 << 30, Window: window.Spec{Size: 24 * time.Hour}, Gateways: 2, Sync: time.Second}, false).(*lease)
-	if g.span != 22 {
-		t.Fatalf("span %d, want 22", g.span)
+	if g.arr.span != 22 {
+		t.Fatalf("span %d, want 22", g.arr.span)
 	}
 	for i := 0; i < 3*86400; i++ { // 10 arrivals every interval, three days long
 		g.cur = 10
@@ -32,8 +32,8 @@ func TestLeaseMemoryIsBounded(t *testing.T) {
 		t.Fatalf("want %d after a steady 10 per interval, want about 16", w)
 	}
 	g.Skip(1 << 40) // a long idle stretch forgets everything, at once
-	if g.sum != 0 || g.want() != 1 {
-		t.Fatalf("after a long skip: sum %d want %d", g.sum, g.want())
+	if g.arr.sum != 0 || g.want() != 1 {
+		t.Fatalf("after a long skip: sum %d want %d", g.arr.sum, g.want())
 	}
 }
 

@@ -1,0 +1,96 @@
+package design
+
+import "math"
+
+// arrivals counts a gateway's arrivals per sync interval over the last
+// window: a ring of len(intervals) buckets of span sync intervals each, whose
+// sum is sum; filled is how many intervals the bucket at next holds. A window
+// of at most MaxLeaseBuckets intervals has a bucket per interval (span 1); a
+// longer one shares them, so that its memory never passes MaxLeaseBuckets
+// counters. Integers only: skipping n empty intervals at once leaves exactly
+// the state that closing them one by one would.
+type arrivals struct {
+	intervals []int
+	span      int
+	filled    int
+	next      int
+	sum       int
+}
+
+// MaxLeaseBuckets bounds the arrival counters a lease (or headroom) keeps
+// per key.
+const MaxLeaseBuckets = 4096
+
+func newArrivals(c Config) arrivals {
+	n := math.Round(float64(c.Window.Size) / float64(c.Sync))
+	n = max(min(n, 1<<40), 1)
+	buckets := int(min(n, MaxLeaseBuckets))
+	span := int(math.Ceil(n / float64(buckets)))
+	return arrivals{intervals: make([]int, buckets), span: span}
+}
+
+// mean is the arrivals per sync interval over the closed intervals of the
+// last window.
+func (a *arrivals) mean() float64 {
+	return float64(a.sum) / float64(len(a.intervals)*a.span)
+}
+
+// closeInterval closes a sync interval with c arrivals: the oldest bucket
+// makes room for it.
+func (a *arrivals) closeInterval(c int) {
+	if a.filled == 0 {
+		a.sum -= a.intervals[a.next]
+		a.intervals[a.next] = 0
+	}
+	a.intervals[a.next] += c
+	a.sum += c
+	if a.filled++; a.filled == a.span {
+		a.filled = 0
+		if a.next++; a.next == len(a.intervals) {
+			a.next = 0
+		}
+	}
+}
+
+// closeEmpty closes n intervals without arrivals, a bucket at a time.
+func (a *arrivals) closeEmpty(n int) {
+	if n >= len(a.intervals)*a.span {
+		clear(a.intervals)
+		a.sum, a.next, a.filled = 0, 0, 0
+		return
+	}
+	for n > 0 {
+		if a.filled == 0 { // entering the bucket at next: it makes room
+			a.sum -= a.intervals[a.next]
+			a.intervals[a.next] = 0
+		}
+		step := min(n, a.span-a.filled)
+		n -= step
+		if a.filled += step; a.filled == a.span {
+			a.filled = 0
+			if a.next++; a.next == len(a.intervals) {
+				a.next = 0
+			}
+		}
+	}
+}
+
+// emptyAhead is how many of the next closes drop only empty intervals from
+// the window (so leave the mean unchanged when they are empty too): Forever
+// when nothing is counted, 0 when buckets are shared (no cheap count).
+func (a *arrivals) emptyAhead() int {
+	if a.sum == 0 {
+		return Forever
+	}
+	if a.span > 1 {
+		return 0
+	}
+	n := 0
+	for i := a.next; a.intervals[i] == 0; {
+		n++
+		if i++; i == len(a.intervals) {
+			i = 0
+		}
+	}
+	return n
+}

@@ -1,0 +1,51 @@
+package design
+
+import "github.com/fleetlimit/fleetlimit/store"
+
+// storeView is a gateway's picture of the store's count for one key: the
+// count of the last pull (or answer), aged between pulls by the stamps the
+// store said would leave the window soon.
+type storeView struct {
+	count   int     // the store's count when it last told
+	exp     []int64 // stamps of count that leave the window soon, ascending
+	expN    []int   // their counts (nil: 1 each)
+	expOut  int     // how many of exp have left
+	expGone int     // the requests they stand for
+}
+
+// pulled takes the store's count and soon-expiring stamps from a pull,
+// copying what the pull only lends.
+func (v *storeView) pulled(p store.Pull) {
+	v.count = p.Count
+	v.exp = append(v.exp[:0], p.Expiring...)
+	v.expN = nil
+	if p.ExpiringCounts != nil {
+		v.expN = append(v.expN[:0:0], p.ExpiringCounts...)
+	}
+	v.expOut, v.expGone = 0, 0
+}
+
+// known is the store's count less what has aged out before lo.
+func (v *storeView) known(lo int64) int {
+	for v.expOut < len(v.exp) && v.exp[v.expOut] < lo {
+		v.expGone += store.CountAt(v.expN, v.expOut)
+		v.expOut++
+	}
+	return v.count - v.expGone
+}
+
+// rebase makes the view's count at lo equal count, a newer count from the
+// store (an answer to a query), keeping the expiring stamps still ahead.
+func (v *storeView) rebase(lo int64, count int) {
+	v.known(lo)
+	v.count = count + v.expGone
+}
+
+// nextExpiry returns the oldest known stamp still counted, and false when
+// none is known.
+func (v *storeView) nextExpiry() (int64, bool) {
+	if v.expOut < len(v.exp) {
+		return v.exp[v.expOut], true
+	}
+	return 0, false
+}
