@@ -146,6 +146,24 @@ var registry = map[string]Info{}
 
 func register(i Info) { registry[i.Name] = i }
 
+// Register adds a design written outside this package (or a variant of
+// one, such as NewHeadroom at another tolerance) to the registry: every
+// driver, the study's beyond part and advise then know it by name. It
+// refuses an empty or taken name and a nil New. Call it before any run
+// (from init or main): the registry is not locked.
+func Register(i Info) error {
+	switch _, taken := registry[i.Name]; {
+	case i.Name == "":
+		return fmt.Errorf("design: register: empty name")
+	case taken:
+		return fmt.Errorf("design: register %q: the name is taken", i.Name)
+	case i.New == nil:
+		return fmt.Errorf("design: register %q: New is nil", i.Name)
+	}
+	register(i)
+	return nil
+}
+
 // Lookup returns the design registered under name.
 func Lookup(name string) (Info, error) {
 	i, ok := registry[name]
@@ -155,11 +173,11 @@ func Lookup(name string) (Info, error) {
 	return i, nil
 }
 
-// Names returns the registered design names in the study's order, then the
-// others alphabetically.
+// Names returns the registered design names in the study's order, then
+// OwnDesigns, then the others alphabetically.
 func Names() []string {
 	order := map[string]int{}
-	for i, n := range StudyDesigns {
+	for i, n := range append(StudyDesigns[:len(StudyDesigns):len(StudyDesigns)], OwnDesigns...) {
 		order[n] = i
 	}
 	names := make([]string, 0, len(registry))
@@ -182,6 +200,10 @@ func Names() []string {
 
 // StudyDesigns are the seven designs of the study, in its order.
 var StudyDesigns = []string{"central-log", "split", "shared-counter", "extrapolate", "track-share", "lease", "lease-ask"}
+
+// OwnDesigns are fleetlimit's designs beyond the study's, which take part in
+// every part of the study beside them.
+var OwnDesigns = []string{"headroom"}
 
 // New builds the named design for one gateway.
 func New(name string, c Config) (Gateway, error) {

@@ -153,6 +153,23 @@ func TestTimelines(t *testing.T) {
 			r(1300, 1, "reject"),  // 5 + 2/0.25 = 13
 			r(1400, 0, "admit"),   // 5 + 0/1
 			r(1500, 0, "admit")}}, // 5 + 1/1
+		"headroom": {"headroom", 2, 10, 10 * sec, window.Sliding, sec, []step{
+			r(0, 0, "admit+rt"),                      // the store has told it nothing: it asks
+			r(100, 0, "admit+rt"),                    // told 1, but no arrivals yet: no budget
+			s(1000, 0),                               // 2 arrivals over 10 intervals: needs ceil(2 x 0.2) + 1 = 2; share 1 of room 8
+			r(1100, 0, "admit"), r(1200, 0, "admit"), // the budget of 2, locally
+			r(1300, 0, "admit+rt"), // spent: it asks, carrying 1100 and 1200: the store counts 5
+			r(1400, 1, "admit+rt"), r(1500, 1, "admit+rt"), r(1600, 1, "admit+rt"),
+			r(1700, 1, "admit+rt"), r(1800, 1, "admit+rt"), // the answer says 10: full
+			r(1900, 1, "reject"),    // and nothing known has aged out: rejected locally
+			r(1960, 0, "reject+rt"), // gateway 0 knew 5, its budget is spent: asks
+			r(1970, 0, "reject"),
+			r(10050, 1, "reject"),   // 0 has left, but gateway 1 knew of no stamp leaving
+			s(10050, 1),             // 9, and which stamps leave in the next 2 s
+			r(10060, 1, "admit+rt"), // room 1, share 5/9 of it: no budget
+			r(10070, 1, "reject"),   // full again
+			r(10100, 1, "admit+rt"), // 100 has aged out: room again
+			r(11100, 0, "reject")}}, // gateway 0 knew 10 and no stamp leaving
 		"lease": {"lease", 2, 5, 10 * sec, window.Sliding, sec, []step{
 			h(0, 0, "reject", 0), // no grant before the first sync, and a lease never asks
 			h(0, 0, "sync", 2),   // 1 arrival over 10 intervals: r = 0.1, asks ceil(1.15) = 2

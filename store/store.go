@@ -91,6 +91,12 @@ const (
 type Query struct {
 	Kind QueryKind
 	N    int // requests to admit (central) or slots to ask for (grant)
+	// Carry, when not nil, is a push of the asking gateway's admits that
+	// the store applies first, exactly as at a sync (idempotent, their own
+	// stamps; it asks for nothing and, like any push, settles the lease
+	// slots the gateway holds, so a design that holds some never carries),
+	// so that the answer counts them. It stays the design's.
+	Carry *Push
 }
 
 // Answer is the store's reply to a Query.
@@ -130,7 +136,8 @@ type SyncItem struct {
 type Backend interface {
 	// Sync applies every item's Push and fills its Pull, as one batch.
 	Sync(ctx context.Context, now int64, items []SyncItem) error
-	// Ask answers a query of gateway gw that a decision waits on. The
+	// Ask answers a query of gateway gw that a decision waits on, after
+	// applying the push it carries (see Query.Carry), in one round trip. The
 	// central check admits and logs q.N requests if the window then holds
 	// at most the limit (outstanding lease slots counting as used) and
 	// returns the count afterwards; a grant gives up to q.N more lease

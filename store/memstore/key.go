@@ -277,9 +277,14 @@ func (k *Key) Central(now int64, gw, n int) (bool, int) {
 	return true, count + n
 }
 
-// Answer answers a query of gateway gw at now: the one place a query is
-// dispatched to the store's operations.
+// Answer answers a query of gateway gw at now, after applying the push it
+// carries: the one place a query is dispatched to the store's operations.
 func (k *Key) Answer(now int64, gw int, q store.Query) store.Answer {
+	if q.Carry != nil {
+		c := *q.Carry
+		c.Ask, c.Horizon, c.WantOwn = 0, 0, false
+		k.Sync(now, c)
+	}
 	switch q.Kind {
 	case store.QueryCentral:
 		ok, count := k.Central(now, gw, q.N)

@@ -236,22 +236,8 @@ func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem)
 			keys := make([]string, 0, 2*len(idx))
 			var args []any
 			for _, i := range idx {
-				it := &items[i]
-				pu := it.Push
-				var until int64
-				if pu.Horizon > 0 {
-					until = usUp(it.Key.Window.Lo(now + pu.Horizon))
-				}
-				keys = append(keys, s.Keys(it.Key.Name)...)
-				args = append(args, head(now, it.Key, pu.Horizon)...)
-				wantOwn := 0
-				if pu.WantOwn {
-					wantOwn = 1
-				}
-				args = append(args, us(now), pu.Gateway, pu.Seq, pu.Ask, until, wantOwn, len(pu.Admits), pu.Epoch)
-				for i, t := range pu.Admits {
-					args = append(args, us(t), store.CountAt(pu.Counts, i))
-				}
+				keys = append(keys, s.Keys(items[i].Key.Name)...)
+				args = syncArgs(args, now, items[i].Key, items[i].Push)
 			}
 			cmds[g] = syncScript.EvalSha(ctx, p, keys, args...)
 		}
@@ -274,6 +260,24 @@ func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem)
 		}
 	}
 	return nil
+}
+
+// syncArgs appends the sync script's arguments for one key's push to args.
+func syncArgs(args []any, now int64, k store.Key, pu store.Push) []any {
+	var until int64
+	if pu.Horizon > 0 {
+		until = usUp(k.Window.Lo(now + pu.Horizon))
+	}
+	args = append(args, head(now, k, pu.Horizon)...)
+	wantOwn := 0
+	if pu.WantOwn {
+		wantOwn = 1
+	}
+	args = append(args, us(now), pu.Gateway, pu.Seq, pu.Ask, until, wantOwn, len(pu.Admits), pu.Epoch)
+	for i, t := range pu.Admits {
+		args = append(args, us(t), store.CountAt(pu.Counts, i))
+	}
+	return args
 }
 
 // pullOf reads one key's answer of the sync script: count, own, granted,
@@ -345,38 +349,79 @@ func slot(key string) uint16 {
 // errExpired is the answer of a call that reached Redis after its deadline.
 var errExpired = fmt.Errorf("redisstore: the call reached Redis after its deadline and changed nothing (%w); if the caller had not given up, Redis's clock is ahead of the gateway's", context.DeadlineExceeded)
 
-// Ask answers a query for one key, one round trip: the central check or a
-// lease grant.
+// Ask answers a query for one key, one round trip: the central check, a
+// lease grant or a counter, after the push the query carries, if any.
 func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store.Query) (store.Answer, error) {
 	if q.Kind == store.QueryCounter {
 		return s.counter(ctx, now, k, q.N)
+	}
+	var sc *redis.Script
+	switch q.Kind {
+	case store.QueryCentral:
+		sc = centralScript
+	case store.QueryGrant:
+		sc = grantScript
+	default:
+		return store.Answer{}, fmt.Errorf("redisstore: unknown query kind %d", q.Kind)
 	}
 	var deadline int64 // µs on the wall clock; 0: none
 	if d, ok := ctx.Deadline(); ok {
 		deadline = d.UnixMicro()
 	}
 	args := append(head(now, k, 0), us(now), gw, q.N, deadline)
-	switch q.Kind {
-	case store.QueryCentral:
-		vals, err := run(ctx, s, centralScript, k.Name, args).Int64Slice()
-		if err != nil {
-			return store.Answer{}, err
-		}
-		if len(vals) != 2 {
-			return store.Answer{}, fmt.Errorf("redisstore: central check of %q answered %v", k.Name, vals)
-		}
-		if vals[0] < 0 {
-			return store.Answer{}, errExpired
-		}
-		return store.Answer{Admit: vals[0] == 1, Count: int(vals[1])}, nil
-	case store.QueryGrant:
-		g, err := run(ctx, s, grantScript, k.Name, args).Int64()
+	var c *redis.Cmd
+	if q.Carry != nil && len(q.Carry.Admits) > 0 {
+		c = s.carried(ctx, now, k, *q.Carry, sc, args)
+	} else {
+		c = run(ctx, s, sc, k.Name, args)
+	}
+	if q.Kind == store.QueryGrant {
+		g, err := c.Int64()
 		if err == nil && g < 0 {
 			err = errExpired
 		}
 		return store.Answer{Granted: int(g)}, err
 	}
-	return store.Answer{}, fmt.Errorf("redisstore: unknown query kind %d", q.Kind)
+	vals, err := c.Int64Slice()
+	if err != nil {
+		return store.Answer{}, err
+	}
+	if len(vals) != 2 {
+		return store.Answer{}, fmt.Errorf("redisstore: central check of %q answered %v", k.Name, vals)
+	}
+	if vals[0] < 0 {
+		return store.Answer{}, errExpired
+	}
+	return store.Answer{Admit: vals[0] == 1, Count: int(vals[1])}, nil
+}
+
+// carried runs the sync script for the carried push and then the query's
+// script sc, pipelined in one round trip, and returns the query's answer.
+// The push is idempotent, so the scripts are loaded and both sent again
+// when Redis lost them.
+func (s *Store) carried(ctx context.Context, now int64, k store.Key, pu store.Push, sc *redis.Script, args []any) *redis.Cmd {
+	pu.Ask, pu.Horizon, pu.WantOwn = 0, 0, false
+	keys := s.Keys(k.Name)
+	push := syncArgs(nil, now, k, pu)
+	send := func() (*redis.Cmd, error) {
+		var c *redis.Cmd
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			syncScript.EvalSha(ctx, p, keys, push...)
+			c = sc.EvalSha(ctx, p, keys, args...)
+			return nil
+		})
+		return c, err
+	}
+	c, err := send()
+	if err != nil && isNoScript(err) {
+		if err = s.load(ctx); err == nil {
+			c, err = send()
+		}
+	}
+	if err != nil && c != nil && c.Err() == nil {
+		c.SetErr(err)
+	}
+	return c
 }
 
 // claimScript: KEYS = the claim; ARGV = id, ttl ms. Takes the claim if it

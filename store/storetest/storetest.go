@@ -230,6 +230,37 @@ var contract = []struct {
 			}
 		}
 	}},
+	{"a query carries a push", func(t *testing.T, b store.Backend) {
+		k := key(t, 3, sliding)
+		carry := &store.Push{Gateway: 0, Admits: []int64{at(1), at(2)}, Seq: 1}
+		a, err := b.Ask(ctx, at(10), k, 0, store.Query{Kind: store.QueryCentral, N: 1, Carry: carry})
+		if err != nil || !a.Admit || a.Count != 3 {
+			t.Fatalf("central carrying 2: %+v (%v), want admitted at count 3", a, err)
+		}
+		if ok, count, _ := central(b, at(10), k, 1, 1); ok || count != 3 {
+			t.Fatalf("another gateway: %v at %d, want refused at 3: the carried admits count", ok, count)
+		}
+		// The sync that pushes the same admits again, and a retried
+		// carry, change nothing.
+		if p := sync1(t, b, at(20), k, *carry); p.Count != 3 {
+			t.Fatalf("sync after the carry: count %d, want 3", p.Count)
+		}
+		a, err = b.Ask(ctx, at(30), k, 0, store.Query{Kind: store.QueryCentral, N: 0, Carry: carry})
+		if err != nil || a.Count != 3 {
+			t.Fatalf("retried carry: %+v (%v), want count 3", a, err)
+		}
+		// The carried admits keep their own stamps: at +10003ms those at
+		// +1ms and +2ms have left, the central one at +10ms has not.
+		if p := sync1(t, b, at(10003), k, store.Push{}); p.Count != 1 {
+			t.Fatalf("after the carried stamps left: count %d, want 1", p.Count)
+		}
+		// A refused query still applies what it carries.
+		carry = &store.Push{Gateway: 1, Admits: []int64{at(10004)}, Seq: 1}
+		a, err = b.Ask(ctx, at(10005), k, 1, store.Query{Kind: store.QueryCentral, N: 5, Carry: carry})
+		if err != nil || a.Admit || a.Count != 2 {
+			t.Fatalf("refused central carrying 1: %+v (%v), want refused at count 2", a, err)
+		}
+	}},
 	{"keys are apart", func(t *testing.T, b store.Backend) {
 		a, c := key(t, 1, sliding), key(t, 1, sliding)
 		c.Name += "/other"

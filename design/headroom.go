@@ -1,0 +1,191 @@
+package design
+
+import (
+	"math"
+
+	"github.com/fleetlimit/fleetlimit/store"
+	"github.com/fleetlimit/fleetlimit/window"
+)
+
+func init() {
+	register(Info{
+		Name:    "headroom",
+		Summary: "admit locally within what this gateway's arrivals need and its share of the room the store reported; ask the store beyond it, carrying the admits not yet pushed",
+		New:     func(c Config) Gateway { return NewHeadroom(c, HeadroomTolerance) },
+	})
+}
+
+// HeadroomTolerance is the registered headroom's tolerance: the
+// over-admission, as a fraction of L, that it accepts from a flood starting
+// at every gateway at once, in exchange for sparing quiet gateways a round
+// trip (see NewHeadroom).
+const HeadroomTolerance = 0.1
+
+// headroomNeed is how many times its mean arrivals per sync interval a
+// gateway may admit locally in one interval (plus one).
+const headroomNeed = 2
+
+// headroom decides locally while the store's last word leaves room and goes
+// to the store's central check when its budget is spent.
+type headroom struct {
+	cfg   Config
+	spare bool // a gateway whose share of the room is less than one may still admit one
+	view  storeView
+	local local // own local admits: since the last sync, and for the fallback
+
+	share  float64 // own share of the window's admits at the last pull
+	floor  float64 // the share's floor
+	budget int     // local admits allowed until the next pull
+	used   int     // local admits since the last pull
+	told   bool    // the store has told this gateway its count once
+
+	arr  arrivals // own arrivals per sync interval over the last window
+	cur  int      // own arrivals since the last pull, rejected ones too
+	last int      // own arrivals in the last closed interval
+
+	central *window.Log // admits the central check logged, for the fallback quota
+	carry   store.Push  // the push a round trip carries
+}
+
+// NewHeadroom builds headroom for one gateway from a valid Config with the
+// given tolerance t >= 0. Each gateway's local budget for a sync interval is
+// its share of the room its last pull reported, and no more than twice its
+// mean arrivals per interval, plus one. A gateway whose share is less than
+// one request may still admit one locally when the fleet, every gateway
+// doing so at once, would pass the limit by at most t × L (K <= t × L):
+// t trades a sudden flood's over-admission against quiet gateways' round
+// trips.
+func NewHeadroom(c Config, t float64) Gateway {
+	k := float64(c.Gateways)
+	h := &headroom{cfg: c, local: newLocal(c), share: 1 / k, floor: 1 / (2 * k), arr: newArrivals(c)}
+	h.spare = k <= t*float64(c.Limit)
+	h.central = window.New(c.Window, h.local.quota)
+	return h
+}
+
+// setBudget sizes the local budget at a pull: what this gateway's arrivals
+// need, within its share of the room.
+func (h *headroom) setBudget() {
+	h.budget = 0
+	if h.arr.sum > 0 {
+		m := h.arr.mean()
+		need := int(math.Ceil(m + headroomNeed*math.Sqrt(m)))
+		if h.spare {
+			need++
+		}
+		h.budget = min(need, h.capFor(h.cfg.Limit-h.view.count))
+	}
+}
+
+// capFor is the most this gateway may admit locally when room is left: its
+// share of the room, or one for a quiet gateway when the fleet tolerates
+// every gateway doing so.
+func (h *headroom) capFor(room int) int {
+	b := int(math.Floor(h.share * float64(room)))
+	if room > 0 && h.spare && h.last <= 1 && headroomNeed*h.arr.mean() <= 1 {
+		b++
+	}
+	return max(b, 0)
+}
+
+func (h *headroom) Decide(now int64, n int) (Verdict, store.Query) {
+	h.cur += n
+	known := h.view.known(h.cfg.Window.Lo(now))
+	own := h.local.sinceSyncCount(now)
+	if h.told && known+own+n > h.cfg.Limit {
+		return Reject, store.Query{}
+	}
+	if h.told && h.used+n <= min(h.budget, h.capFor(h.cfg.Limit-known-own)) {
+		h.used += n
+		h.local.add(now, n)
+		return Admit, store.Query{}
+	}
+	q := store.Query{Kind: store.QueryCentral, N: n}
+	if h.local.unsynced() {
+		h.carry = store.Push{Gateway: h.cfg.Gateway}
+		h.local.push(&h.carry)
+		q.Carry = &h.carry
+	}
+	return Ask, q
+}
+
+func (h *headroom) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
+	if q.Carry != nil {
+		h.local.settle() // the store applied the carried push, admitted or not
+	}
+	h.view.rebase(h.cfg.Window.Lo(now), a.Count)
+	if !h.told {
+		h.told = true
+		h.setBudget()
+	}
+	if !a.Admit {
+		return Reject
+	}
+	h.central.Add(now, n)
+	return Admit
+}
+
+// Fallback is the local quota over the central check's admits too.
+func (h *headroom) Fallback(now int64, n int) Verdict {
+	if h.central.Count(now)+h.local.count(now)+n > h.local.quota {
+		return Reject
+	}
+	h.local.add(now, n)
+	return Admit
+}
+
+func (h *headroom) SyncPush(now int64) store.Push {
+	p := store.Push{Gateway: h.cfg.Gateway, Horizon: HorizonSyncs * int64(h.cfg.Sync), WantOwn: true}
+	h.local.push(&p)
+	return p
+}
+
+func (h *headroom) SyncPull(now int64, p store.Pull) {
+	h.view.pulled(p)
+	h.local.settle()
+	if p.Count == 0 {
+		h.share = 1 / float64(h.cfg.Gateways)
+	} else {
+		h.share = min(max(float64(p.Own)/float64(p.Count), h.floor), 1)
+	}
+	h.arr.closeInterval(h.cur)
+	h.cur, h.last = 0, h.cur
+	h.told = true
+	h.setBudget()
+	h.used = 0
+}
+
+func (h *headroom) Held() int { return 0 }
+
+// QuietSyncs: with nothing arrived and no admits to push, a sync only
+// refreshes the view (the last one before a decision is kept) and closes an
+// empty interval, which Skip does.
+func (h *headroom) QuietSyncs() int {
+	if h.cur > 0 {
+		return 0
+	}
+	return h.local.quietSyncs()
+}
+
+// Skip closes n empty intervals.
+func (h *headroom) Skip(n int) {
+	if n > 0 {
+		h.arr.closeEmpty(n)
+		h.last = 0
+	}
+}
+
+// PullsView is true: the view and the budget come from the last pull.
+func (h *headroom) PullsView() bool { return true }
+
+// View returns what the store's last word leaves, less this gateway's admits
+// since; the driver learns when budget frees at the next sync.
+func (h *headroom) View(now int64, fallback bool) (int, int64) {
+	if fallback {
+		used := h.central.Count(now)
+		oldest, ok := h.central.Oldest()
+		return h.local.view(now, used, oldest, ok)
+	}
+	known := h.view.known(h.cfg.Window.Lo(now))
+	return max(h.cfg.Limit-known-h.local.sinceSyncCount(now), 0), 0
+}
