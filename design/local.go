@@ -89,12 +89,6 @@ func (l *local) push(p *store.Push) {
 // that hold at least the quota.
 func (l *local) settle() {
 	l.seq += uint64(l.pushed - l.acked)
-	l.settleTo()
-}
-
-// settleTo acknowledges up to pushed and forgets what the quota no longer
-// needs.
-func (l *local) settleTo() {
 	l.acked = l.pushed
 	l.lo = max(l.lo, min(l.win, l.acked))
 	for l.lo < l.acked && l.units(l.lo+1)-l.units(l.acked) >= l.quota {
