@@ -45,6 +45,12 @@ type headroom struct {
 
 	central *window.Log // admits the central check logged, for the fallback quota
 	carry   store.Push  // the push a round trip carries
+
+	// syncing is true between SyncPush and SyncPull; answered, that a
+	// round trip was answered meanwhile: its count is newer than the
+	// pull's, which a driver that does not sync atomically (the live
+	// limiter) hands over later.
+	syncing, answered bool
 }
 
 // NewHeadroom builds headroom for one gateway from a valid Config with the
@@ -113,6 +119,7 @@ func (h *headroom) Resume(now int64, n int, q store.Query, a store.Answer) Verdi
 	if q.Carry != nil {
 		h.local.settle() // the store applied the carried push, admitted or not
 	}
+	h.answered = h.syncing
 	h.view.rebase(h.cfg.Window.Lo(now), a.Count)
 	if !h.told {
 		h.told = true
@@ -137,11 +144,18 @@ func (h *headroom) Fallback(now int64, n int) Verdict {
 func (h *headroom) SyncPush(now int64) store.Push {
 	p := store.Push{Gateway: h.cfg.Gateway, Horizon: HorizonSyncs * int64(h.cfg.Sync), WantOwn: true}
 	h.local.push(&p)
+	h.syncing, h.answered = true, false
 	return p
 }
 
 func (h *headroom) SyncPull(now int64, p store.Pull) {
+	lo := h.cfg.Window.Lo(now)
+	newer := h.view.known(lo)
 	h.view.pulled(p)
+	if h.answered && newer > p.Count {
+		h.view.rebase(lo, newer)
+	}
+	h.syncing, h.answered = false, false
 	h.local.settle()
 	if p.Count == 0 {
 		h.share = 1 / float64(h.cfg.Gateways)

@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // never reached, so that every request is admitted and becomes a stamp the
 // store keeps (the background sync's cost shares the 2 cores).
 func BenchmarkAllow(b *testing.B) {
-	for _, name := range design.StudyDesigns {
+	for _, name := range slices.Concat(design.StudyDesigns, design.OwnDesigns) {
 		b.Run(name+"/over", func(b *testing.B) {
 			l, err := New(Config{Design: name, Limit: 100, Window: time.Minute, Sync: 100 * time.Millisecond, Logger: quietLog})
 			if err != nil {
@@ -57,7 +58,7 @@ func BenchmarkAllow(b *testing.B) {
 // BenchmarkAllowParallel: the "over" case under b.RunParallel, the
 // goroutines spread over 64 warm keys past their limit.
 func BenchmarkAllowParallel(b *testing.B) {
-	for _, name := range design.StudyDesigns {
+	for _, name := range slices.Concat(design.StudyDesigns, design.OwnDesigns) {
 		b.Run(name, func(b *testing.B) {
 			l, err := New(Config{Design: name, Limit: 100, Window: time.Minute, Sync: 100 * time.Millisecond, Logger: quietLog})
 			if err != nil {

@@ -121,6 +121,7 @@ type Stats struct {
 	LastSyncKeys  int           // keys in the last sync
 	Evicted       int64         // keys evicted
 	FallbackAdmit int64         // requests admitted by the fallback
+	RoundTrips    int64         // decisions that waited on the store
 	// ClaimLost is true while another process holds this gateway's index
 	// on the shared store.
 	ClaimLost bool
@@ -139,9 +140,9 @@ type Limiter struct {
 	degraded atomic.Bool
 	nextSync atomic.Int64
 	stats    struct {
-		syncs, storeErrors, fallbacks, fallbackAdmits, evicted atomic.Int64
-		lastSync                                               atomic.Int64
-		lastKeys                                               atomic.Int64
+		syncs, storeErrors, fallbacks, fallbackAdmits, evicted, roundTrips atomic.Int64
+		lastSync                                                           atomic.Int64
+		lastKeys                                                           atomic.Int64
 	}
 
 	mu       sync.Mutex // serialises syncs
@@ -348,6 +349,7 @@ func (l *Limiter) decide(ctx context.Context, e *entry, now int64, n int) Decisi
 	}
 	v, q := e.gw.Decide(now, n)
 	if v == design.Ask {
+		l.stats.roundTrips.Add(1)
 		cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 		a, err := l.st.Ask(cctx, now, e.key, l.cfg.Gateway, q)
 		cancel()
@@ -438,6 +440,7 @@ func (l *Limiter) Stats() Stats {
 		LastSyncKeys:  int(l.stats.lastKeys.Load()),
 		ClaimLost:     l.claimLost.Load(),
 		Evicted:       l.stats.evicted.Load(),
+		RoundTrips:    l.stats.roundTrips.Load(),
 	}
 }
 

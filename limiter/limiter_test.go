@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,7 +35,7 @@ func mustNew(t *testing.T, c Config) *Limiter {
 }
 
 func TestEveryDesignHoldsTheLimitAlone(t *testing.T) {
-	for _, name := range design.StudyDesigns {
+	for _, name := range slices.Concat(design.StudyDesigns, design.OwnDesigns) {
 		t.Run(name, func(t *testing.T) {
 			ck := newClock()
 			l := mustNew(t, Config{Design: name, Limit: 5, Window: time.Minute, Now: ck.now})

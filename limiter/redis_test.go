@@ -2,8 +2,12 @@ package limiter
 
 import (
 	"context"
+	"github.com/fleetlimit/fleetlimit/store"
 	"io"
 	"log/slog"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -77,7 +81,7 @@ func TestFleetOnRedis(t *testing.T) {
 		rate  = 1000.0 // requests per second: M = 20, x = M Δ / W = 1
 		run   = 6 * time.Second
 	)
-	for _, name := range design.StudyDesigns {
+	for _, name := range slices.Concat(design.StudyDesigns, design.OwnDesigns) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var ls []*Limiter
@@ -149,7 +153,7 @@ func TestFleetOnRedis(t *testing.T) {
 // than the timeout, the fallback stays within its quota, and afterwards the
 // store holds every admit exactly once.
 func TestRedisFailureAndRecovery(t *testing.T) {
-	for _, name := range []string{"central-log", "shared-counter"} {
+	for _, name := range []string{"central-log", "shared-counter", "headroom"} {
 		t.Run(name, func(t *testing.T) {
 			srv := redistest.StartPersistent(t)
 			const (
@@ -263,7 +267,7 @@ func TestRedisFailureAndRecovery(t *testing.T) {
 			// lost may have been applied by the store (its request was
 			// rejected): at most one such phantom per failed check.
 			phantoms := 0
-			if name == "central-log" {
+			if name == "central-log" || name == "headroom" {
 				for _, l := range ls {
 					phantoms += int(l.Stats().StoreErrors)
 				}
@@ -274,4 +278,210 @@ func TestRedisFailureAndRecovery(t *testing.T) {
 			t.Logf("the store holds %d entries for %d admits", len(members), total)
 		})
 	}
+}
+
+// budgetWatch records, per gateway, the most requests headroom admitted
+// locally between two pulls: B_j of docs/design.md's bound.
+type budgetWatch struct {
+	mu        sync.Mutex
+	cur, most []int
+}
+
+func (w *budgetWatch) sum() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := 0
+	for j := range w.most {
+		s += max(w.most[j], w.cur[j])
+	}
+	return s
+}
+
+type watched struct {
+	design.Gateway
+	w *budgetWatch
+	g int
+}
+
+func (x watched) Decide(now int64, n int) (design.Verdict, store.Query) {
+	v, q := x.Gateway.Decide(now, n)
+	if v == design.Admit {
+		x.w.mu.Lock()
+		x.w.cur[x.g] += n
+		x.w.mu.Unlock()
+	}
+	return v, q
+}
+
+func (x watched) SyncPull(now int64, p store.Pull) {
+	x.Gateway.SyncPull(now, p)
+	x.w.mu.Lock()
+	x.w.most[x.g] = max(x.w.most[x.g], x.w.cur[x.g])
+	x.w.cur[x.g] = 0
+	x.w.mu.Unlock()
+}
+
+// honest drives Poisson arrivals at rate per second, each at a gateway
+// picked at random, for d, and returns the decisions.
+func honest(ls []*Limiter, key string, rate float64, d time.Duration, seed uint64) []Decision {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var mu sync.Mutex
+	var out []Decision
+	var wg sync.WaitGroup
+	start := time.Now()
+	for at := time.Duration(0); ; {
+		at += time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
+		if at >= d {
+			break
+		}
+		l := ls[rng.IntN(len(ls))]
+		time.Sleep(time.Until(start.Add(at)))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dec := l.Allow(context.Background(), key)
+			mu.Lock()
+			out = append(out, dec)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// Four headroom limiters on one real redis-server, under a flood and under
+// honest traffic: the live figures within 10% of the simulator's for the
+// same K, Δ, window and traffic, and the worst window within the bound of
+// docs/design.md, L plus the local budgets of one sync interval.
+func TestHeadroomFleetOnRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	const (
+		k     = 4
+		limit = 100
+		win   = 2 * time.Second
+		delta = 100 * time.Millisecond
+		run   = 6 * time.Second
+	)
+	// fleet starts the K limiters of one subtest, whose local budgets w
+	// watches.
+	fleet := func(t *testing.T, name string, w *budgetWatch) []*Limiter {
+		d := "headroom-watched-" + name
+		if _, err := design.Lookup(d); err != nil {
+			if err := design.Register(design.Info{Name: d, New: func(c design.Config) design.Gateway {
+				return watched{design.NewHeadroom(c, design.HeadroomTolerance), w, c.Gateway}
+			}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ls []*Limiter
+		for i := 0; i < k; i++ {
+			st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{Prefix: "hr:"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := New(Config{Design: d, Limit: limit, Window: win, Sync: delta, Gateways: k, Gateway: i,
+				Store: st, Logger: quietLog, Fleet: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ls = append(ls, l)
+			t.Cleanup(func() { l.Close(); st.Close() })
+		}
+		return ls
+	}
+	simulate := func(tr sim.Traffic, routing sim.Routing, d time.Duration) sim.Figures {
+		var f sim.Figures
+		const seeds = 10
+		for s := uint64(1); s <= seeds; s++ {
+			r, err := sim.Run(sim.Params{Design: "headroom", Gateways: k, Sync: delta, Limit: limit, Window: win,
+				Traffic: tr, Routing: routing, Duration: d, Seed: s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Add(r.Figures)
+		}
+		f.Div(seeds)
+		return f
+	}
+	t.Run("flood", func(t *testing.T) {
+		t.Parallel()
+		const rate = 1000.0 // M = 20
+		w := &budgetWatch{cur: make([]int, k), most: make([]int, k)}
+		ls := fleet(t, "flood", w)
+		adm, longest := flood(t, ls, "hr-flood", rate, run)
+		ts := make([]int64, len(adm))
+		for i, d := range adm {
+			ts[i] = d.At
+		}
+		wExact := worst(ts, win-longest-time.Millisecond)
+		x := float64(len(adm)) / (float64(run) / float64(win)) / limit
+		f := simulate(sim.Traffic{Kind: sim.Flood, Factor: rate * win.Seconds() / limit}, sim.Even, run)
+		bound := limit + w.sum()
+		t.Logf("live: admitted_x %.3f, worst window %d (bound %d); simulator: admitted_x %.3f, worst window %.0f",
+			x, wExact, bound, f.AdmittedX, f.WorstWindowX*limit)
+		if x < 0.9*f.AdmittedX || x > 1.1*f.AdmittedX {
+			t.Fatalf("live admitted_x %.3f, simulator %.3f: more than 10%% apart", x, f.AdmittedX)
+		}
+		if wExact > bound {
+			t.Fatalf("worst window %d over the bound %d", wExact, bound)
+		}
+	})
+	t.Run("honest", func(t *testing.T) {
+		t.Parallel()
+		ls := fleet(t, "honest", &budgetWatch{cur: make([]int, k), most: make([]int, k)})
+		var trips0 int64
+		for _, l := range ls {
+			trips0 += l.Stats().RoundTrips
+		}
+		const rate = 0.8 * limit / 2.0 // steady:0.8 over W = 2 s
+		const length = 20 * time.Second
+		decs := honest(ls, "hr-honest", rate, length, 7)
+		admitted, rejected := 0, 0
+		for _, d := range decs {
+			if d.Allowed {
+				admitted++
+			} else {
+				rejected++
+			}
+		}
+		var trips int64
+		for _, l := range ls {
+			trips += l.Stats().RoundTrips
+		}
+		trips -= trips0
+		live := 100 * float64(trips) / float64(len(decs))
+		liveRej := 100 * float64(rejected) / float64(len(decs))
+		liveX := float64(admitted) / (float64(length) / float64(win)) / limit
+		// One live run of ~800 requests swings with how close the count
+		// comes to L: the simulator's seeds alone range over a factor of
+		// several in round trips. The live run must fall within the range
+		// of 20 seeds (widened by 10%), and admitted_x within 10% of
+		// their mean.
+		var f sim.Figures
+		lo, hi := [2]float64{math.Inf(1), math.Inf(1)}, [2]float64{}
+		const seeds = 20
+		for s := uint64(1); s <= seeds; s++ {
+			r, err := sim.Run(sim.Params{Design: "headroom", Gateways: k, Sync: delta, Limit: limit, Window: win,
+				Traffic: sim.Traffic{Kind: sim.Steady, Factor: 0.8}, Duration: length, Seed: s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Add(r.Figures)
+			for i, v := range []float64{r.RoundTripPct, r.RejectedPct} {
+				lo[i], hi[i] = min(lo[i], v), max(hi[i], v)
+			}
+		}
+		f.Div(seeds)
+		t.Logf("live: %d requests, admitted_x %.3f, %.2f%% rejected, %.2f%% round trips; simulator over %d seeds: admitted_x %.3f, "+
+			"rejected %.2f%% (%.2f–%.2f), round trips %.2f%% (%.2f–%.2f)",
+			len(decs), liveX, liveRej, live, seeds, f.AdmittedX, f.RejectedPct, lo[1], hi[1], f.RoundTripPct, lo[0], hi[0])
+		if liveX < 0.9*f.AdmittedX || liveX > 1.1*f.AdmittedX {
+			t.Fatalf("live admitted_x %.3f, simulator %.3f: more than 10%% apart", liveX, f.AdmittedX)
+		}
+		for i, v := range []float64{live, liveRej} {
+			if v < 0.9*lo[i] || v > 1.1*hi[i] {
+				t.Fatalf("live %s %.2f%% outside the simulator's seeds, %.2f–%.2f%%", []string{"round trips", "rejections"}[i], v, lo[i], hi[i])
+			}
+		}
+	})
 }

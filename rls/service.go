@@ -76,6 +76,8 @@ func NewService(cfg *Config, lim *limiter.Limiter) *Service {
 			st(func(x limiter.Stats) float64 { return float64(x.Syncs) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetlimit_fallback_decisions_total", Help: "Requests decided by the fallback."},
 			st(func(x limiter.Stats) float64 { return float64(x.Fallbacks) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetlimit_store_round_trips_total", Help: "Decisions that waited on a store round trip."},
+			st(func(x limiter.Stats) float64 { return float64(x.RoundTrips) })),
 	)
 	return s
 }
