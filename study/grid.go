@@ -9,6 +9,7 @@ package study
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,10 +89,16 @@ func traffic(s string) sim.Traffic {
 	return t
 }
 
+// GridDesigns are the designs the honest, flood and busy parts run: the
+// study's seven and fleetlimit's own.
+func GridDesigns() []string {
+	return append(slices.Clone(design.StudyDesigns), design.OwnDesigns...)
+}
+
 // Grid returns the full default grid, in a fixed order.
 func Grid() []Run {
 	var runs []Run
-	for _, name := range design.StudyDesigns {
+	for _, name := range GridDesigns() {
 		for _, k := range Gateways {
 			for _, sync := range Syncs {
 				for _, tr := range HonestTraffic {

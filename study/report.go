@@ -127,6 +127,7 @@ func Build(rows []Row) Report {
 	s.leases()
 	s.fixed()
 	s.beyond()
+	s.headroom()
 	rep.Markdown = b.String()
 	return rep
 }

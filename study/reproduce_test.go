@@ -65,9 +65,10 @@ func TestReproducesCommittedResults(t *testing.T) {
 	for _, r := range rows {
 		all[r.Part+"/"+r.Params.Design] = true
 	}
-	// 7 designs in 3 parts, the fixed part, and 7 designs beyond
-	if len(groups) != len(all) || len(all) != 22+len(BeyondDesigns()) {
-		t.Fatalf("the subset covers %d part/design groups of the file's %d, want %d", len(groups), len(all), 22+len(BeyondDesigns()))
+	// every grid design in 3 parts, the fixed part, and the designs beyond
+	want := 3*len(GridDesigns()) + 1 + len(BeyondDesigns())
+	if len(groups) != len(all) || len(all) != want {
+		t.Fatalf("the subset covers %d part/design groups of the file's %d, want %d", len(groups), len(all), want)
 	}
 	t.Logf("%d rows of %s reproduced byte for byte, over %d part/design groups", len(pick), committed, len(groups))
 }

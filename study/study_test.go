@@ -24,22 +24,22 @@ func TestGridRunCount(t *testing.T) {
 	}
 	// designs x K x Δ x traffic x routing x seeds, as the study lays out.
 	want := map[string]int{
-		PartHonest: 7 * 5 * 5 * 5 * 2 * 5,
-		PartFlood:  7 * 5 * 5 * 7 * 3,
+		PartHonest: 8 * 5 * 5 * 5 * 2 * 5,
+		PartFlood:  8 * 5 * 5 * 7 * 3,
 		PartFixed:  1 * 5 * 5 * 7 * 3,
-		PartBusy:   7 * 3 * 3 * 2 * 2 * 3,
+		PartBusy:   8 * 3 * 3 * 2 * 2 * 3,
 		// designs x (flood and honest baselines, 8 targeted floods, 2
 		// pulsed, 2 sudden, 3 round trips and 2 losses under a flood and
 		// honest traffic, restarts under both) x seeds
-		PartBeyond: 7 * (2 + 8 + 2 + 2 + 6 + 4 + 2) * 3,
+		PartBeyond: 8 * (2 + 8 + 2 + 2 + 6 + 4 + 2) * 3,
 	}
 	for p, n := range want {
 		if parts[p] != n {
 			t.Errorf("%s: %d runs, want %d", p, parts[p], n)
 		}
 	}
-	if len(runs) != 13706+546 {
-		t.Errorf("grid has %d runs, want %d", len(runs), 13706+546)
+	if len(runs) != 15589+624 {
+		t.Errorf("grid has %d runs, want %d", len(runs), 15589+624)
 	}
 	seen := map[string]bool{}
 	for _, r := range runs {
