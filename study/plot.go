@@ -1,6 +1,7 @@
 package study
 
 import (
+	"image/color"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -83,7 +84,7 @@ func (c chart) draw(dir string) error {
 		if len(s.pts) == 0 {
 			continue
 		}
-		col := plotutil.Color(s.color)
+		col := seriesColor(s.color)
 		switch {
 		case s.points:
 			sc, err := plotter.NewScatter(s.pts)
@@ -145,4 +146,18 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// seriesColor is the colour of series i: plotutil's seven soft colours,
+// then black (headroom, the eighth design, would otherwise take
+// central-log's red), then the dark ones.
+func seriesColor(i int) color.Color {
+	soft := plotutil.SoftColors
+	switch {
+	case i < len(soft):
+		return soft[i]
+	case i == len(soft):
+		return color.Black
+	}
+	return plotutil.DarkColors[(i-len(soft)-1)%len(plotutil.DarkColors)]
 }
