@@ -69,18 +69,22 @@ func NewHeadroom(c Config, t float64) Gateway {
 	return h
 }
 
-// setBudget sizes the local budget at a pull: what this gateway's arrivals
-// need, within its share of the room.
-func (h *headroom) setBudget() {
-	h.budget = 0
-	if h.arr.sum > 0 {
-		m := h.arr.mean()
-		need := int(math.Ceil(m + headroomNeed*math.Sqrt(m)))
-		if h.spare {
-			need++
-		}
-		h.budget = min(need, h.capFor(h.cfg.Limit-h.view.count))
+// setBudget sizes the local budget when the store reports room left (at a
+// pull or in an answer): what this gateway's arrivals need, within its share
+// of the room.
+func (h *headroom) setBudget(room int) { h.budget, h.used = h.budgetFor(room), 0 }
+
+// budgetFor is the local budget when the store reports room left.
+func (h *headroom) budgetFor(room int) int {
+	if h.arr.sum == 0 {
+		return 0
 	}
+	m := h.arr.mean()
+	need := int(math.Ceil(m + headroomNeed*math.Sqrt(m)))
+	if h.spare {
+		need++
+	}
+	return min(need, h.capFor(room))
 }
 
 // capFor is the most this gateway may admit locally when room is left: its
@@ -121,10 +125,13 @@ func (h *headroom) Resume(now int64, n int, q store.Query, a store.Answer) Verdi
 	}
 	h.answered = h.syncing
 	h.view.rebase(h.cfg.Window.Lo(now), a.Count)
-	if !h.told {
-		h.told = true
-		h.setBudget()
+	// The budget is renewed at pulls only: renewing it at every answer
+	// too halves the busy key's round trips but lets floods through at
+	// up to 1.14 x L (docs/design.md).
+	if room := h.cfg.Limit - a.Count; !h.told || (2*room >= h.cfg.Limit && room >= 2*h.cfg.Gateways*h.budgetFor(room)) {
+		h.setBudget(room)
 	}
+	h.told = true
 	if !a.Admit {
 		return Reject
 	}
@@ -165,8 +172,7 @@ func (h *headroom) SyncPull(now int64, p store.Pull) {
 	h.arr.closeInterval(h.cur)
 	h.cur, h.last = 0, h.cur
 	h.told = true
-	h.setBudget()
-	h.used = 0
+	h.setBudget(h.cfg.Limit - h.view.known(lo))
 }
 
 func (h *headroom) Held() int { return 0 }

@@ -14,7 +14,9 @@ import (
 )
 
 // BenchmarkAllow: one warm key on the embedded store, syncing every 100ms
-// in the background as in production. "over" is a key past its limit (100
+// in the background as in production; round-trips/op is the share of
+// decisions that asked the store (design.BenchmarkDecide measures the
+// designs' own decisions, in steady traffic). "over" is a key past its limit (100
 // a minute), where a hot key spends a flood; "admit" a key whose limit is
 // never reached, so that every request is admitted and becomes a stamp the
 // store keeps (the background sync's cost shares the 2 cores).
@@ -33,9 +35,11 @@ func BenchmarkAllow(b *testing.B) {
 			l.SyncNow(ctx)
 			b.ReportAllocs()
 			b.ResetTimer()
+			trips := l.Stats().RoundTrips
 			for b.Loop() {
 				l.Allow(ctx, "warm")
 			}
+			b.ReportMetric(float64(l.Stats().RoundTrips-trips)/float64(b.N), "round-trips/op")
 		})
 		b.Run(name+"/admit", func(b *testing.B) {
 			l, err := New(Config{Design: name, Limit: 1 << 30, Window: time.Second, Sync: 100 * time.Millisecond, Logger: quietLog})
@@ -48,9 +52,11 @@ func BenchmarkAllow(b *testing.B) {
 			l.SyncNow(ctx)
 			b.ReportAllocs()
 			b.ResetTimer()
+			trips := l.Stats().RoundTrips
 			for b.Loop() {
 				l.Allow(ctx, "warm")
 			}
+			b.ReportMetric(float64(l.Stats().RoundTrips-trips)/float64(b.N), "round-trips/op")
 		})
 	}
 }

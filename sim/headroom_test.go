@@ -40,8 +40,13 @@ func (x watched) Decide(now int64, n int) (design.Verdict, store.Query) {
 
 func (x watched) SyncPull(now int64, p store.Pull) {
 	x.Gateway.SyncPull(now, p)
-	x.w.most[x.g] = max(x.w.most[x.g], x.w.cur[x.g])
-	x.w.cur[x.g] = 0
+	x.w.renew(x.g)
+}
+
+// renew closes gateway g's budget period.
+func (w *budgetWatch) renew(g int) {
+	w.most[g] = max(w.most[g], w.cur[g])
+	w.cur[g] = 0
 }
 
 // current is the watch of the run in progress (the test runs one at a time).
