@@ -110,13 +110,71 @@ func (s section) headroom() {
 	writeTable(s.b, head, rows)
 	s.b.WriteString("\n")
 	s.busyTrips()
+	s.againstTheStudy()
+}
+
+// againstTheStudy writes every design on headroom's targets, one table per
+// figure, rows K and Δ, so that headroom reads beside the study's seven on
+// the same runs.
+func (s section) againstTheStudy() {
+	ks := presentInts(s.rows, func(r Row) (int, bool) { return r.Params.Gateways, r.Part == PartFlood })
+	syncs := presentDurations(s.rows, PartFlood)
+	type figure struct {
+		title string
+		cell  func(d string, k int, sync time.Duration) string
+	}
+	worst := func(f func(Mean) float64, target float64) func(string, int, time.Duration) string {
+		return func(d string, k int, sync time.Duration) string {
+			if v, ok := s.t.worstOver(s.headroomFloods(d, k, sync), f); ok {
+				return mark("%.3f", v, target)
+			}
+			return "–"
+		}
+	}
+	figures := []figure{
+		{fmt.Sprintf("floods: the most admitted_x over every rate (target ≤ %.2f)", targetAdmittedX),
+			worst(func(m Mean) float64 { return m.AdmittedX }, targetAdmittedX)},
+		{fmt.Sprintf("floods: the most worst_window_x over every rate (target ≤ %.2f)", targetWorstX),
+			worst(func(m Mean) float64 { return m.WorstWindowX }, targetWorstX)},
+		{fmt.Sprintf("honest: the most rejected_pct above central-log's, points (target ≤ %.1f)", targetRejectedPP),
+			func(d string, k int, sync time.Duration) string {
+				if v, ok := s.honestExcess(d, k, sync); ok {
+					return mark("%+.2f", v, targetRejectedPP)
+				}
+				return "–"
+			}},
+		{fmt.Sprintf("%s: round_trip_pct, the larger routing (target ≤ %.0f%% at Δ ≤ %v)", refHonest, targetRoundTrips, targetTripsSync),
+			func(d string, k int, sync time.Duration) string { return s.roundTripsOf(d, k, sync) }},
+	}
+	fmt.Fprintf(s.b, "### Every design on headroom's targets\n\n")
+	for _, f := range figures {
+		fmt.Fprintf(s.b, "#### %s\n\n", f.title)
+		head := append([]string{"K", "Δ"}, s.designs...)
+		var rows [][]string
+		for _, k := range ks {
+			for _, sync := range syncs {
+				row := []string{fmt.Sprint(k), sync.String()}
+				for _, d := range s.designs {
+					row = append(row, f.cell(d, k, sync))
+				}
+				rows = append(rows, row)
+			}
+		}
+		writeTable(s.b, head, rows)
+		s.b.WriteString("\n")
+	}
 }
 
 // roundTrips is headroom's steady:0.8 round_trip_pct cell at K = k, Δ = sync.
 func (s section) roundTrips(k int, sync time.Duration) string {
+	return s.roundTripsOf(headroomName, k, sync)
+}
+
+// roundTripsOf is design d's steady:0.8 round_trip_pct cell at K = k, Δ = sync.
+func (s section) roundTripsOf(d string, k int, sync time.Duration) string {
 	var cells []Cell
 	for _, rt := range []sim.Routing{sim.Even, sim.Uneven} {
-		cells = append(cells, Cell{PartHonest, headroomName, k, sync, quietLimit, refWindow, window.Sliding, refHonest, rt, ""})
+		cells = append(cells, Cell{PartHonest, d, k, sync, quietLimit, refWindow, window.Sliding, refHonest, rt, ""})
 	}
 	v, ok := s.t.worstOver(cells, func(m Mean) float64 { return m.RoundTripPct })
 	switch {
