@@ -46,7 +46,7 @@ descriptors:
       unit: hour
       requests_per_unit: %d
 fleetlimit:
-  design: lease-ask
+  design: %s
   sync: 100ms
   response_headers: true
   headers: legacy
@@ -54,13 +54,29 @@ fleetlimit:
 
 // Three fleetlimit serve processes on loopback share one real redis-server
 // as the gateways of one fleet; a gRPC client built from go-control-plane's
-// types drives them, and the limit is changed by a reload in the middle.
+// types drives them, and the limit is changed by a reload in the middle. Run
+// for lease-ask, exact, and for headroom, which may pass the limit by its
+// gateways' local budgets (docs/design.md): here, with a few hundred
+// requests over an hour's window, each budget is at most
+// ceil(m + 2 sqrt(m)) + 1 = 2 (m, the arrivals per 100 ms sync interval
+// averaged over the hour, is far below one), so at most 2K over.
 func TestServeFleetEndToEnd(t *testing.T) {
+	for _, d := range []struct {
+		name  string
+		slack int
+	}{{"lease-ask", 0}, {"headroom", 2 * 3}} {
+		t.Run(d.name, func(t *testing.T) { serveFleet(t, d.name, d.slack) })
+	}
+}
+
+// serveFleet is TestServeFleetEndToEnd for one design, which may pass the
+// limit by slack.
+func serveFleet(t *testing.T, design string, slack int) {
 	srv := redistest.Start(t)
 	cfgPath := filepath.Join(t.TempDir(), "limits.yaml")
 	writeCfg := func(limit int) {
 		tmp := cfgPath + ".tmp"
-		if err := os.WriteFile(tmp, []byte(fmt.Sprintf(e2eConfig, limit)), 0o644); err != nil {
+		if err := os.WriteFile(tmp, []byte(fmt.Sprintf(e2eConfig, limit, design)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Rename(tmp, cfgPath); err != nil { // atomic, as config managers do
@@ -141,8 +157,8 @@ func TestServeFleetEndToEnd(t *testing.T) {
 
 	admitted, ok, over := drive(300)
 	t.Logf("limit 50 an hour: %d of 300 admitted by the fleet", admitted)
-	if admitted > 50 || admitted < 40 {
-		t.Fatalf("lease-ask fleet admitted %d with a limit of 50 (want at most 50, and most of it used)", admitted)
+	if admitted > 50+slack || admitted < 40 {
+		t.Fatalf("%s fleet admitted %d with a limit of 50 (want at most %d, and most of it used)", design, admitted, 50+slack)
 	}
 	if ok == nil || over == nil {
 		t.Fatal("no OK or no OVER_LIMIT response")
@@ -184,7 +200,7 @@ func TestServeFleetEndToEnd(t *testing.T) {
 	before := admitted
 	admitted, _, _ = drive(300)
 	t.Logf("after the reload to 80 an hour: %d more of 300 admitted", admitted)
-	if before+admitted > 80 || before+admitted < 64 {
+	if before+admitted > 80+slack || before+admitted < 64 {
 		t.Fatalf("after the reload the fleet admitted %d more, %d in all with a limit of 80", admitted, before+admitted)
 	}
 
