@@ -38,3 +38,54 @@ func Example() {
 	// t=2ms gateway 1: admit
 	// after the sync, gateway 1: reject (the store holds 3)
 }
+
+// A headroom gateway at another tolerance, registered under a name of its
+// own so that the simulator, the study's beyond part and advise know it.
+func ExampleRegister() {
+	err := design.Register(design.Info{
+		Name:    "headroom-strict",
+		Summary: "headroom that never lets a quiet gateway admit beyond its share",
+		New:     func(c design.Config) design.Gateway { return design.NewHeadroom(c, 0) },
+	})
+	fmt.Println(err)
+	fmt.Println(design.Register(design.Info{Name: "headroom-strict", New: func(c design.Config) design.Gateway { return nil }}))
+	// Output:
+	// <nil>
+	// design: register "headroom-strict": the name is taken
+}
+
+// headroom asks the store until it knows the key, then admits locally within
+// its budget and asks again, carrying its local admits, once it is spent; an
+// answer that shows the key less than half full renews the budget.
+func ExampleNewHeadroom() {
+	spec := window.Spec{Size: 10 * time.Second}
+	c := design.Config{Limit: 10, Window: spec, Gateways: 2, Gateway: 0, Sync: time.Second}
+	g := design.NewHeadroom(c, design.HeadroomTolerance)
+	key := memstore.NewKey(c.Limit, spec)
+	ms := int64(time.Millisecond)
+	decide := func(t int64) {
+		v, q := g.Decide(t*ms, 1)
+		how := "locally"
+		if v == design.Ask {
+			carried := 0
+			if q.Carry != nil {
+				carried = len(q.Carry.Admits)
+			}
+			how = fmt.Sprintf("after a round trip carrying %d admits", carried)
+			v = g.Resume(t*ms, 1, q, key.Answer(t*ms, 0, q))
+		}
+		fmt.Printf("t=%dms: %v %s\n", t, v, how)
+	}
+	decide(0)
+	g.SyncPull(1000*ms, key.Sync(1000*ms, g.SyncPush(1000*ms))) // one arrival in 10 intervals: a budget of 1
+	decide(1100)
+	decide(1200)
+	decide(1300)
+	fmt.Println("the store holds", key.Count(1300*ms))
+	// Output:
+	// t=0ms: admit after a round trip carrying 0 admits
+	// t=1100ms: admit locally
+	// t=1200ms: admit after a round trip carrying 1 admits
+	// t=1300ms: admit locally
+	// the store holds 3
+}
