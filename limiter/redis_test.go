@@ -2,7 +2,7 @@ package limiter
 
 import (
 	"context"
-	"github.com/fleetlimit/fleetlimit/store"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -10,12 +10,14 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
 )
 
@@ -280,6 +282,9 @@ func TestRedisFailureAndRecovery(t *testing.T) {
 	}
 }
 
+// watchRuns numbers the watched designs a test registers.
+var watchRuns atomic.Int64
+
 // budgetWatch records, per gateway, the most requests headroom admitted
 // locally between two pulls: B_j of docs/design.md's bound.
 type budgetWatch struct {
@@ -362,17 +367,24 @@ func TestHeadroomFleetOnRedis(t *testing.T) {
 		delta = 100 * time.Millisecond
 		run   = 6 * time.Second
 	)
-	// fleet starts the K limiters of one subtest, whose local budgets w
-	// watches.
-	fleet := func(t *testing.T, name string, w *budgetWatch) []*Limiter {
-		d := "headroom-watched-" + name
-		if _, err := design.Lookup(d); err != nil {
-			if err := design.Register(design.Info{Name: d, New: func(c design.Config) design.Gateway {
-				return watched{design.NewHeadroom(c, design.HeadroomTolerance), w, c.Gateway}
-			}}); err != nil {
-				t.Fatal(err)
-			}
+	// Each subtest's fleet runs a headroom whose local budgets a watch
+	// records, registered here, before the subtests run in parallel (the
+	// registry is not locked), under names this run alone uses.
+	watches, designs := map[string]*budgetWatch{}, map[string]string{}
+	for _, name := range []string{"flood", "honest"} {
+		w := &budgetWatch{cur: make([]int, k), most: make([]int, k)}
+		d := fmt.Sprintf("headroom-watched-%s-%d", name, watchRuns.Add(1))
+		if err := design.Register(design.Info{Name: d, New: func(c design.Config) design.Gateway {
+			return watched{design.NewHeadroom(c, design.HeadroomTolerance), w, c.Gateway}
+		}}); err != nil {
+			t.Fatal(err)
 		}
+		watches[name] = w
+		designs[name] = d
+	}
+	// fleet starts the K limiters of one subtest.
+	fleet := func(t *testing.T, name string) []*Limiter {
+		d := designs[name]
 		var ls []*Limiter
 		for i := 0; i < k; i++ {
 			st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{Prefix: "hr:"})
@@ -406,8 +418,8 @@ func TestHeadroomFleetOnRedis(t *testing.T) {
 	t.Run("flood", func(t *testing.T) {
 		t.Parallel()
 		const rate = 1000.0 // M = 20
-		w := &budgetWatch{cur: make([]int, k), most: make([]int, k)}
-		ls := fleet(t, "flood", w)
+		w := watches["flood"]
+		ls := fleet(t, "flood")
 		adm, longest := flood(t, ls, "hr-flood", rate, run)
 		ts := make([]int64, len(adm))
 		for i, d := range adm {
@@ -428,7 +440,7 @@ func TestHeadroomFleetOnRedis(t *testing.T) {
 	})
 	t.Run("honest", func(t *testing.T) {
 		t.Parallel()
-		ls := fleet(t, "honest", &budgetWatch{cur: make([]int, k), most: make([]int, k)})
+		ls := fleet(t, "honest")
 		var trips0 int64
 		for _, l := range ls {
 			trips0 += l.Stats().RoundTrips
