@@ -88,10 +88,14 @@ func (h *headroom) budgetFor(room int) int {
 }
 
 // capFor is the most this gateway may admit locally when room is left: its
-// share of the room, or one for a quiet gateway when the fleet tolerates
-// every gateway doing so.
+// share of the room less a reserve, plus one for a quiet gateway when the
+// fleet tolerates every gateway doing so.
 func (h *headroom) capFor(room int) int {
-	b := int(math.Floor(h.share * float64(room)))
+	// Half an interval of the fleet's arrivals, estimated from this
+	// gateway's by its share, is kept back: what the others may admit
+	// between this gateway's pull and their own (pulls are staggered).
+	reserve := h.arr.mean() / h.share / 2
+	b := int(math.Floor(h.share * (float64(room) - reserve)))
 	if room > 0 && h.spare && h.last <= 1 && headroomNeed*h.arr.mean() <= 1 {
 		b++
 	}
