@@ -86,39 +86,7 @@ func serveFleet(t *testing.T, design string, slack int) {
 	writeCfg(50)
 
 	const k = 3
-	var clients []pb.RateLimitServiceClient
-	var procs []*exec.Cmd
-	for i := 0; i < k; i++ {
-		grpcAddr, httpAddr := freeAddr(t), freeAddr(t)
-		cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath, "--redis", srv.Addr,
-			"--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--gateways", fmt.Sprint(k), "--gateway", fmt.Sprint(i),
-			"--reload-interval", "50ms")
-		cmd.Env = append(os.Environ(), "FLEETLIMIT_E2E_CHILD=1")
-		cmd.Stderr = &testWriter{t: t, prefix: fmt.Sprintf("serve %d: ", i)}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		procs = append(procs, cmd)
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			resp, err := http.Get("http://" + httpAddr + "/healthcheck")
-			if err == nil {
-				resp.Body.Close()
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("serve %d did not come up: %v", i, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		clients = append(clients, pb.NewRateLimitServiceClient(conn))
-	}
+	clients, _, procs := startFleet(t, cfgPath, srv.Addr, k)
 
 	req := &pb.RateLimitRequest{Domain: "e2e", Descriptors: []*rlv3.RateLimitDescriptor{
 		{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "client", Value: "alice"}}}}}
@@ -241,4 +209,46 @@ func (w *testWriter) text() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return string(w.all)
+}
+
+// startFleet starts k serve processes on cfgPath as the gateways of one
+// fleet on the Redis at redisAddr, waits until each answers its health
+// check, and returns a gRPC client and the HTTP address of each.
+func startFleet(t *testing.T, cfgPath, redisAddr string, k int) ([]pb.RateLimitServiceClient, []string, []*exec.Cmd) {
+	var clients []pb.RateLimitServiceClient
+	var https []string
+	var procs []*exec.Cmd
+	for i := 0; i < k; i++ {
+		grpcAddr, httpAddr := freeAddr(t), freeAddr(t)
+		cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath, "--redis", redisAddr,
+			"--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--gateways", fmt.Sprint(k), "--gateway", fmt.Sprint(i),
+			"--reload-interval", "50ms")
+		cmd.Env = append(os.Environ(), "FLEETLIMIT_E2E_CHILD=1")
+		cmd.Stderr = &testWriter{t: t, prefix: fmt.Sprintf("serve %d: ", i)}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, cmd)
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			resp, err := http.Get("http://" + httpAddr + "/healthcheck")
+			if err == nil {
+				resp.Body.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("serve %d did not come up: %v", i, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		clients = append(clients, pb.NewRateLimitServiceClient(conn))
+		https = append(https, httpAddr)
+	}
+	return clients, https, procs
 }
