@@ -91,10 +91,10 @@ func (h *headroom) budgetFor(room int) int {
 // share of the room less a reserve, plus one for a quiet gateway when the
 // fleet tolerates every gateway doing so.
 func (h *headroom) capFor(room int) int {
-	// Half an interval of the fleet's arrivals, estimated from this
-	// gateway's by its share, is kept back: what the others may admit
+	// Half an interval of the other gateways' arrivals, estimated from
+	// this gateway's by its share, is kept back: what they may admit
 	// between this gateway's pull and their own (pulls are staggered).
-	reserve := h.arr.mean() / h.share / 2
+	reserve := h.arr.mean() * (1/h.share - 1) / 2
 	b := int(math.Floor(h.share * (float64(room) - reserve)))
 	if room > 0 && h.spare && h.last <= 1 && headroomNeed*h.arr.mean() <= 1 {
 		b++
