@@ -192,7 +192,7 @@ func (e *engine) handle(ev event) {
 			e.schedule(event{t: ev.t + ev.back, kind: evSyncLost, g: ev.g, life: ev.life})
 			return
 		}
-		pull := r.key.Sync(ev.sent, ev.push)
+		pull := r.storeSync(ev.sent, ev.push)
 		if e.d.lost(e.f.Loss) {
 			e.schedule(event{t: ev.t + ev.back, kind: evSyncLost, g: ev.g, life: ev.life})
 			return
@@ -204,7 +204,7 @@ func (e *engine) handle(ev event) {
 		}
 		e.schedule(event{t: ev.t + ev.back, kind: evPull, g: ev.g, life: ev.life, pull: pull})
 	case evStoreAsk:
-		ev.a = r.key.Answer(ev.sent, ev.g, ev.q)
+		ev.a = r.storeAnswer(ev.sent, ev.g, ev.q)
 		ev.kind, ev.t = evAnswer, ev.t+ev.back
 		e.schedule(ev)
 	case evPull, evSyncLost:
@@ -253,7 +253,7 @@ func (e *engine) startSync(t int64, g int) {
 		if e.d.lost(e.f.Loss) {
 			return
 		}
-		pull := r.key.Sync(now, push)
+		pull := r.storeSync(now, push)
 		if e.d.lost(e.f.Loss) {
 			return
 		}
@@ -293,7 +293,7 @@ func (e *engine) decide(t int64, g, c int) {
 	if v == design.Ask {
 		r.m.roundTrips++
 		if e.f.RTT == 0 {
-			v = gw.Resume(now, 1, q, r.key.Answer(now, g, q))
+			v = gw.Resume(now, 1, q, r.storeAnswer(now, g, q))
 		} else {
 			r.heldAfter(t, g, held)
 			s.waiting = true

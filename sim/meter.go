@@ -24,6 +24,8 @@ type meter struct {
 
 	fixedIdx, fixedCount, worstFixed int64
 
+	store StoreCounts // what the store carried
+
 	heldTotal int64 // lease slots held unused, fleet-wide
 	heldAt    int64
 	heldArea  float64
@@ -51,6 +53,14 @@ func newMeter(p Params, leases bool) *meter {
 		m.parts = make([]partCount, len(mix))
 	}
 	return m
+}
+
+// storeCall meters one call on the store: stamps pushed and pulled, and
+// the entries it holds afterwards.
+func (m *meter) storeCall(pushed, pulled, entries int) {
+	m.store.PushedStamps += int64(pushed)
+	m.store.PulledStamps += int64(pulled)
+	m.store.PeakEntries = max(m.store.PeakEntries, int64(entries))
 }
 
 func (m *meter) held(t int64, delta int) {
@@ -115,6 +125,7 @@ func (m *meter) result(end int64) Result {
 		Rejected:   m.rejected,
 		RoundTrips: m.roundTrips,
 		Syncs:      m.syncs,
+		Store:      m.store,
 		Figures: Figures{
 			AdmittedX:         float64(m.admittedAfter) / (float64(end-m.w) / float64(m.w)) / l,
 			WorstWindowX:      float64(m.worst) / l,

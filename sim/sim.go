@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -192,6 +193,11 @@ type Result struct {
 	RoundTrips int64 // requests whose decision waited on the store
 	Syncs      int64 // gateway syncs performed
 
+	// Store is what the store carried: stamps pushed (at syncs and
+	// carried by round trips) and pulled (Pull.Expiring), and the most
+	// entries it held for the key.
+	Store StoreCounts
+
 	Figures
 
 	// Parts, with several traffics or a flood that starts late, are each
@@ -208,6 +214,13 @@ type Result struct {
 type PartResult struct {
 	Traffic        string
 	Before, During Counts
+}
+
+// StoreCounts are what the store carried in a run.
+type StoreCounts struct {
+	PushedStamps int64 // admits pushed, at syncs and carried by round trips
+	PulledStamps int64 // expiring stamps sent back at syncs
+	PeakEntries  int64 // the most entries the store held for the key
 }
 
 // Counts are requests and how many of them were rejected.
@@ -347,6 +360,25 @@ func (r *runner) execute(md mode) {
 	}
 }
 
+// storeSync is a sync at the store, metered.
+func (r *runner) storeSync(now int64, p store.Push) store.Pull {
+	pull := r.key.Sync(now, p)
+	r.m.storeCall(len(p.Admits), len(pull.Expiring), r.key.Entries())
+	return pull
+}
+
+// storeAnswer is a query the store answers, metered with the push it
+// carries.
+func (r *runner) storeAnswer(now int64, g int, q store.Query) store.Answer {
+	a := r.key.Answer(now, g, q)
+	pushed := 0
+	if q.Carry != nil {
+		pushed = len(q.Carry.Admits)
+	}
+	r.m.storeCall(pushed, 0, r.key.Entries())
+	return a
+}
+
 // gatewayConfig is gateway g's design configuration.
 func (r *runner) gatewayConfig(g int) design.Config {
 	p := r.p
@@ -378,7 +410,7 @@ func (r *runner) arrive(t int64, g, c int) {
 	v, q := gw.Decide(t, 1)
 	if v == design.Ask {
 		r.m.roundTrips++
-		v = gw.Resume(t, 1, q, r.key.Answer(t, g, q))
+		v = gw.Resume(t, 1, q, r.storeAnswer(t, g, q))
 	}
 	r.heldAfter(t, g, held)
 	r.m.record(t, v, c)
@@ -391,7 +423,7 @@ func (r *runner) arrive(t int64, g, c int) {
 func (r *runner) sync(t int64, g int) {
 	gw := r.gws[g]
 	held := r.heldBefore(g)
-	gw.SyncPull(t, r.key.Sync(t, gw.SyncPush(t)))
+	gw.SyncPull(t, r.storeSync(t, gw.SyncPush(t)))
 	r.m.performed++
 	r.heldAfter(t, g, held)
 }

@@ -37,6 +37,10 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"sim", "--traffic", "steady:0.8,flood:100@9"}, "it targets 9 gateways of 8"},
 		{[]string{"sim", "--traffic", "flood:100+2h"}, "it starts at 2h0m0s, not before the run ends at 1h0m0s"},
 		{[]string{"sim", "--traffic", "flood:100~1s"}, "is not ON/OFF"},
+		{[]string{"sim", "--keys", "0"}, "keys 0: must be between 1 and 100000"},
+		{[]string{"sim", "--keys", "10", "--key-dist", "zipf:0"}, `key distribution "zipf:0": S must be a number in (0, 10]`},
+		{[]string{"sim", "--key-dist", "pareto"}, `key distribution "pareto": want uniform or zipf:S`},
+		{[]string{"sim", "--keys", "100000", "--traffic", "flood:1000"}, "more than the 2e+09 a run allows"},
 		{[]string{"sim", "extra"}, `unknown command "extra"`},
 		{[]string{"nonsense"}, `unknown command "nonsense"`},
 	} {

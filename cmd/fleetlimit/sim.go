@@ -24,6 +24,8 @@ func newSimCmd() *cobra.Command {
 		seeds                  int
 		asJSON                 bool
 		workers                int
+		keys                   int
+		keyDist                string
 	)
 	c := &cobra.Command{
 		Use:   "sim",
@@ -52,11 +54,18 @@ A store that is not ideal (all off by default, which is the study's model):
   --sync-loss P          each push and each pull is lost with probability P;
                          the gateway retries at its next sync
   --clock-skew D         each gateway's clock is off by up to ±D
-  --restart T:G,...      gateway G (or "all") loses its unsynced state at T`,
+  --restart T:G,...      gateway G (or "all") loses its unsynced state at T
+
+Many keys: --keys N [--key-dist uniform|zipf:S] runs N keys through the
+fleet at once (the traffic is each key's on average) and reports, beside the
+accuracy figures, what the store carries: key syncs and gateway batches per
+second, round trips per second, stamps and bytes pushed and pulled, and the
+entries held.`,
 		Example: `  fleetlimit sim --design shared-counter --gateways 8 --sync 1s --traffic flood:100 --duration 20m
   fleetlimit sim --design lease --gateways 32 --traffic steady:0.8 --routing uneven --seeds 5 --json
   fleetlimit sim --design extrapolate --traffic steady:0.8,flood:100@1+20m --duration 40m
-  fleetlimit sim --design shared-counter --traffic flood:100 --duration 20m --rtt 10ms --sync-loss 0.1`,
+  fleetlimit sim --design shared-counter --traffic flood:100 --duration 20m --rtt 10ms --sync-loss 0.1
+  fleetlimit sim --design headroom --keys 1000 --key-dist zipf:1.1 --traffic steady:0.5 --duration 10m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mix, err := sim.ParseMix(traffic)
@@ -78,6 +87,16 @@ A store that is not ideal (all off by default, which is the study's model):
 			}
 			if err := d.Validate(); err != nil {
 				return usageError{err}
+			}
+			if cmd.Flags().Changed("keys") || cmd.Flags().Changed("key-dist") {
+				dist, err := sim.ParseKeyDist(keyDist)
+				if err != nil {
+					return usageError{err}
+				}
+				if err := sim.ValidateKeys(d, keys); err != nil {
+					return usageError{err}
+				}
+				return simKeys(cmd.OutOrStdout(), d, seeds, keys, dist, workers, asJSON)
 			}
 			params := make([]sim.Params, seeds)
 			for i := range params {
@@ -120,6 +139,8 @@ A store that is not ideal (all off by default, which is the study's model):
 	f.StringVar(&restarts, "restart", "", "T:G,... gateway G (or all) loses its unsynced state at time T")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.IntVar(&workers, "workers", 0, "parallel runs (0: one per core)")
+	f.IntVar(&keys, "keys", 1, "N keys through the fleet at once: --traffic is each key's on average, spread by --key-dist; reports what the store carries")
+	f.StringVar(&keyDist, "key-dist", "uniform", "how requests pick their key: uniform or zipf:S (key i with probability ∝ 1/i^S)")
 	return c
 }
 

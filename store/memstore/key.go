@@ -127,6 +127,17 @@ func (k *Key) Count(now int64) int {
 	return k.count
 }
 
+// Entries returns the entries the key holds: its admits in the window as of
+// its last call (a request of cost n is one entry) and its fixed-window
+// counter, if one is open.
+func (k *Key) Entries() int {
+	n := len(k.log) - k.head
+	if k.ctr != 0 {
+		n++
+	}
+	return n
+}
+
 // Outstanding returns the lease slots granted and not yet settled, fleet-wide.
 func (k *Key) Outstanding() int { return k.outTotal }
 
