@@ -29,6 +29,8 @@ type simKeysRun struct {
 		PulledPerSync     float64 `json:"stamps_pulled_per_batch"`
 		BytesPushedPerSec float64 `json:"bytes_pushed_per_sec"`
 		BytesPulledPerSec float64 `json:"bytes_pulled_per_sec"`
+		BytesPushedPerB   float64 `json:"bytes_pushed_per_batch"`
+		BytesPulledPerB   float64 `json:"bytes_pulled_per_batch"`
 		Entries           int64   `json:"entries_held"`
 	} `json:"store"`
 }
@@ -68,6 +70,9 @@ func simKeys(w io.Writer, d sim.Params, seeds, n int, dist sim.KeyDist, workers 
 		x.Store.SyncItemsPerSec, x.Store.BatchesPerSec, x.Store.RoundTripsPerSec = s.SyncItemsPerSec, s.BatchesPerSec, s.RoundTripsPerSec
 		x.Store.PushedPerSync, x.Store.PulledPerSync = s.PushedPerSync, s.PulledPerSync
 		x.Store.BytesPushedPerSec, x.Store.BytesPulledPerSec, x.Store.Entries = s.BytesPushedPerSec, s.BytesPulledPerSec, s.Entries
+		if s.BatchesPerSec > 0 {
+			x.Store.BytesPushedPerB, x.Store.BytesPulledPerB = s.BytesPushedPerSec/s.BatchesPerSec, s.BytesPulledPerSec/s.BatchesPerSec
+		}
 		runs[i] = x
 	}
 	if asJSON {
@@ -96,11 +101,13 @@ func simKeys(w io.Writer, d sim.Params, seeds, n int, dist sim.KeyDist, workers 
 		d.Design, d.Gateways, d.Sync, d.Limit, d.Window, n, dist, d.MixString(), d.Duration, seeds)
 	for _, r := range runs {
 		s := r.Store
+
 		fmt.Fprintf(w, "seed %d: admitted_x %.3f  worst_window_x %.3f  rejected %.2f%%  round trips %.2f%%\n",
 			r.Seed, r.AdmittedX, r.WorstWindowX, r.RejectedPct, r.RoundTripPct)
-		fmt.Fprintf(w, "  store: %.1f key syncs/s in %.1f batches/s, %.1f round trips/s; per batch %.1f stamps pushed, %.1f pulled; "+
+		fmt.Fprintf(w, "  store: %.1f key syncs/s in %.1f batches/s, %.1f round trips/s; per batch %.1f stamps (%.0f B) pushed, %.1f (%.0f B) pulled; "+
 			"%.0f B/s pushed, %.0f B/s pulled; %d entries held at most\n",
-			s.SyncItemsPerSec, s.BatchesPerSec, s.RoundTripsPerSec, s.PushedPerSync, s.PulledPerSync, s.BytesPushedPerSec, s.BytesPulledPerSec, s.Entries)
+			s.SyncItemsPerSec, s.BatchesPerSec, s.RoundTripsPerSec, s.PushedPerSync, s.BytesPushedPerB, s.PulledPerSync, s.BytesPulledPerB,
+			s.BytesPushedPerSec, s.BytesPulledPerSec, s.Entries)
 	}
 	return nil
 }
