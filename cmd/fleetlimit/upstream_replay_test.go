@@ -299,7 +299,7 @@ func metric(t *testing.T, httpAddr, series string) (v float64, found bool) {
 // upstreamDesigns are the designs the replay runs: central-counter is
 // upstream's algorithm; the others are fleetlimit's own, which must give
 // the same answers to one gateway.
-var upstreamDesigns = []string{"central-counter", "central-log", "shared-counter", "lease-ask"}
+var upstreamDesigns = []string{"central-counter", "central-log", "shared-counter", "lease-ask", "headroom"}
 
 // replaySync is the sync interval of a design's replay: 100 ms, but an
 // hour for lease-ask, whose limit_remaining is a view that a sync in flight
