@@ -217,7 +217,7 @@ func TestRedisFailureAndRecovery(t *testing.T) {
 			}
 			go func() {
 				time.Sleep(150 * time.Millisecond)
-				srv.Stop()
+				srv.Down()
 				phase <- 1
 				time.Sleep(time.Second)
 				srv.Restart()

@@ -31,6 +31,9 @@ type Server struct {
 	persist bool
 	bin     string
 	opt     Options
+	// hold keeps a stopped server's port while it is down, refusing every
+	// connection, so that no other test's server takes it before Restart.
+	hold net.Listener
 }
 
 // Options ask for a server that is not plain: behind a password, over
@@ -91,7 +94,7 @@ func start(t testing.TB, persist bool, opt Options) *Server {
 		s.Addr = filepath.Join(s.dir, "redis.sock")
 	}
 	s.Restart()
-	t.Cleanup(s.Stop)
+	t.Cleanup(func() { s.Stop(); s.unhold() })
 	return s
 }
 
@@ -114,6 +117,7 @@ func (s *Server) Restart() {
 	if s.opt.Password != "" {
 		args = append(args, "--requirepass", s.opt.Password)
 	}
+	s.unhold()
 	s.cmd = exec.Command(s.bin, args...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
@@ -187,6 +191,37 @@ func (s *Server) Stop() {
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
 	s.cmd = nil
+}
+
+// Down is Stop, but the port stays held until Restart, every connection
+// closed as soon as it is accepted (clients see EOF, not "connection
+// refused"): a port left free is free for every test running beside this
+// one, and a server of theirs on it would answer this one's clients.
+func (s *Server) Down() {
+	s.Stop()
+	if s.opt.Socket {
+		return
+	}
+	if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))); err == nil {
+		s.hold = l
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close() // down: every connection is refused at once
+			}
+		}()
+	}
+}
+
+// unhold gives the held port back.
+func (s *Server) unhold() {
+	if s.hold != nil {
+		s.hold.Close()
+		s.hold = nil
+	}
 }
 
 // Pause stops the server's process (SIGSTOP): it keeps its connections and
