@@ -109,6 +109,11 @@ func (h *headroom) Decide(now int64, n int) (Verdict, store.Query) {
 	if h.told && known+own+n > h.cfg.Limit {
 		return Reject, store.Query{}
 	}
+	if !h.told && h.spare && h.used == 0 && n == 1 {
+		h.used = n // a key's first request: the tolerance's one free admit
+		h.local.add(now, n)
+		return Admit, store.Query{}
+	}
 	if h.told && h.used+n <= min(h.budget, h.capFor(h.cfg.Limit-known-own)) {
 		h.used += n
 		h.local.add(now, n)
