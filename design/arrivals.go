@@ -5,8 +5,8 @@ import "math"
 // arrivals counts a gateway's arrivals per sync interval over the last
 // window: a ring of len(intervals) buckets of span sync intervals each, whose
 // sum is sum; filled is how many intervals the bucket at next holds. A window
-// of at most MaxLeaseBuckets intervals has a bucket per interval (span 1); a
-// longer one shares them, so that its memory never passes MaxLeaseBuckets
+// of at most the given number of intervals has a bucket per interval (span
+// 1); a longer one shares them, so that its memory never passes that many
 // counters. Integers only: skipping n empty intervals at once leaves exactly
 // the state that closing them one by one would.
 type arrivals struct {
@@ -17,14 +17,19 @@ type arrivals struct {
 	sum       int
 }
 
-// MaxLeaseBuckets bounds the arrival counters a lease (or headroom) keeps
-// per key.
+// MaxLeaseBuckets bounds the arrival counters a lease keeps per key.
 const MaxLeaseBuckets = 4096
 
-func newArrivals(c Config) arrivals {
+// HeadroomBuckets bounds the arrival counters headroom keeps per key: its
+// budget needs the window's mean rate, not its shape, and a key of an hour's
+// window held 34 KB with MaxLeaseBuckets.
+const HeadroomBuckets = 64
+
+// newArrivals is an empty ring for c's window of at most max buckets.
+func newArrivals(c Config, most int) arrivals {
 	n := math.Round(float64(c.Window.Size) / float64(c.Sync))
 	n = max(min(n, 1<<40), 1)
-	buckets := int(min(n, MaxLeaseBuckets))
+	buckets := int(min(n, float64(most)))
 	span := int(math.Ceil(n / float64(buckets)))
 	return arrivals{intervals: make([]int, buckets), span: span}
 }

@@ -63,7 +63,7 @@ type headroom struct {
 // trips.
 func NewHeadroom(c Config, t float64) Gateway {
 	k := float64(c.Gateways)
-	h := &headroom{cfg: c, local: newLocal(c), share: 1 / k, floor: 1 / (2 * k), arr: newArrivals(c)}
+	h := &headroom{cfg: c, local: newLocal(c), share: 1 / k, floor: 1 / (2 * k), arr: newArrivals(c, HeadroomBuckets)}
 	h.spare = k <= t*float64(c.Limit)
 	h.central = window.New(c.Window, h.local.quota)
 	return h

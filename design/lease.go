@@ -51,7 +51,7 @@ type lease struct {
 }
 
 func newLease(c Config, ask bool) Gateway {
-	return &lease{cfg: c, ask: ask, arr: newArrivals(c), local: newLocal(c)}
+	return &lease{cfg: c, ask: ask, arr: newArrivals(c, MaxLeaseBuckets), local: newLocal(c)}
 }
 
 // want is ceil(1.5 r + 1) for the closed intervals of the last window.
