@@ -103,8 +103,17 @@ func TestPausedStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(stamps) != admitted {
-				t.Errorf("the store holds %d admits; clients were told of %d (of %d decisions)", len(stamps), admitted, len(ds))
+			// A central check that Redis had begun, past its deadline
+			// test, when SIGSTOP froze it mid-script completes when Redis
+			// resumes, after its client gave up and was told "rejected":
+			// at most one such phantom per failed call, and only where a
+			// decision asks the store (seen once in about ten CI runs).
+			phantoms := 0
+			if name == "central-log" {
+				phantoms = int(l.Stats().StoreErrors)
+			}
+			if len(stamps) < admitted || len(stamps) > admitted+phantoms {
+				t.Errorf("the store holds %d admits; clients were told of %d (of %d decisions, at most %d phantoms)", len(stamps), admitted, len(ds), phantoms)
 			}
 			t.Logf("%d decisions, %d admitted, slowest %v", len(ds), admitted, slowest)
 		})
