@@ -43,6 +43,11 @@ type headroom struct {
 	cur  int      // own arrivals since the last pull, rejected ones too
 	last int      // own arrivals in the last closed interval
 
+	// derived from arr, share and last whenever they change (rates)
+	mean    float64 // arr's mean arrivals per interval
+	reserve float64 // half an interval of the other gateways' arrivals
+	quiet   bool    // a quiet gateway: the tolerance's spare admit applies
+
 	central *window.Log // admits the central check logged, for the fallback quota
 	carry   store.Push  // the push a round trip carries
 
@@ -66,7 +71,20 @@ func NewHeadroom(c Config, t float64) Gateway {
 	h := &headroom{cfg: c, local: newLocal(c), share: 1 / k, floor: 1 / (2 * k), arr: newArrivals(c, HeadroomBuckets)}
 	h.spare = k <= t*float64(c.Limit)
 	h.central = window.New(c.Window, h.local.quota)
+	h.rates()
 	return h
+}
+
+// rates derives the mean arrivals, the reserve and quietness from the
+// arrival ring, the share and the last interval, once per change rather
+// than at every decision. Half an interval of the other gateways'
+// arrivals, estimated from this gateway's by its share, is kept back: what
+// they may admit between this gateway's pull and their own (pulls are
+// staggered).
+func (h *headroom) rates() {
+	h.mean = h.arr.mean()
+	h.reserve = h.mean * (1/h.share - 1) / 2
+	h.quiet = h.spare && h.last <= 1 && headroomNeed*h.mean <= 1
 }
 
 // setBudget sizes the local budget when the store reports room left (at a
@@ -79,7 +97,7 @@ func (h *headroom) budgetFor(room int) int {
 	if h.arr.sum == 0 {
 		return 0
 	}
-	m := h.arr.mean()
+	m := h.mean
 	need := int(math.Ceil(m + headroomNeed*math.Sqrt(m)))
 	if h.spare {
 		need++
@@ -91,12 +109,8 @@ func (h *headroom) budgetFor(room int) int {
 // share of the room less a reserve, plus one for a quiet gateway when the
 // fleet tolerates every gateway doing so.
 func (h *headroom) capFor(room int) int {
-	// Half an interval of the other gateways' arrivals, estimated from
-	// this gateway's by its share, is kept back: what they may admit
-	// between this gateway's pull and their own (pulls are staggered).
-	reserve := h.arr.mean() * (1/h.share - 1) / 2
-	b := int(math.Floor(h.share * (float64(room) - reserve)))
-	if room > 0 && h.spare && h.last <= 1 && headroomNeed*h.arr.mean() <= 1 {
+	b := int(math.Floor(h.share * (float64(room) - h.reserve)))
+	if room > 0 && h.quiet {
 		b++
 	}
 	return max(b, 0)
@@ -180,6 +194,7 @@ func (h *headroom) SyncPull(now int64, p store.Pull) {
 	}
 	h.arr.closeInterval(h.cur)
 	h.cur, h.last = 0, h.cur
+	h.rates()
 	h.told = true
 	h.setBudget(h.cfg.Limit - h.view.known(lo))
 }
@@ -201,6 +216,7 @@ func (h *headroom) Skip(n int) {
 	if n > 0 {
 		h.arr.closeEmpty(n)
 		h.last = 0
+		h.rates()
 	}
 }
 
