@@ -133,9 +133,9 @@ func (h *headroom) Decide(now int64, n int) (Verdict, store.Query) {
 		h.local.add(now, n)
 		return Admit, store.Query{}
 	}
-	q := store.Query{Kind: store.QueryCentral, N: n}
+	q := store.Query{Kind: store.QueryCentral, N: n, Own: true}
 	if h.local.unsynced() {
-		h.carry = store.Push{Gateway: h.cfg.Gateway}
+		h.carry = store.Push{Gateway: h.cfg.Gateway, WantOwn: true}
 		h.local.push(&h.carry)
 		q.Carry = &h.carry
 	}

@@ -41,8 +41,10 @@ func newLocal(c Config) local {
 
 // add records a request of cost n admitted at now, to be pushed at the next
 // sync: one entry, whatever n, merged into the last one when that has the
-// same time and is not pushed yet.
+// same time and is not pushed yet. With counters the time is the stamp of
+// now's bucket, so entries are at most one a bucket and a sync.
 func (l *local) add(now int64, n int) {
+	now = l.spec.Stamp(now)
 	last := len(l.stamps) - 1
 	if last >= l.pushed && l.stamps[last] == now {
 		if l.counts[last] == 1 {

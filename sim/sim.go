@@ -32,7 +32,10 @@ type Params struct {
 	Limit      int           // L
 	Window     time.Duration // W
 	WindowKind window.Kind
-	Traffic    Traffic
+	// WindowBuckets, when > 0, counts the window in that many counters
+	// instead of the exact log (window.Spec.Buckets).
+	WindowBuckets int
+	Traffic       Traffic
 	// Also are further traffics on the same key, arriving together with
 	// Traffic (an honest client and a flood, say).
 	Also        []Traffic
@@ -104,14 +107,15 @@ func (p Params) Validate() error {
 		return fmt.Errorf("sync %v: must be at least %v", p.Sync, MinSync)
 	case p.Window <= 0:
 		return fmt.Errorf("window %v: must be a positive duration, e.g. 1m", p.Window)
-	case p.WindowKind != window.Sliding && p.WindowKind != window.Fixed:
-		return fmt.Errorf("window kind %v: want sliding or fixed", p.WindowKind)
 	case p.Routing != Even && p.Routing != Uneven:
 		return fmt.Errorf("routing %v: want even or uneven", p.Routing)
 	case p.Duration <= p.Window:
 		return fmt.Errorf("duration %v: must be longer than the window (%v), since figures are taken after the first window", p.Duration, p.Window)
 	case p.Duration > MaxDuration:
 		return fmt.Errorf("duration %v: must be at most %v of simulated time", p.Duration, MaxDuration)
+	}
+	if err := p.Spec().Validate(); err != nil {
+		return err
 	}
 	if err := p.Faults.validate(p); err != nil {
 		return err
@@ -170,10 +174,18 @@ func (p Params) MixString() string {
 	return s
 }
 
+// Spec is the run's window.
+func (p Params) Spec() window.Spec {
+	return window.Spec{Size: p.Window, Kind: p.WindowKind, Buckets: p.WindowBuckets}
+}
+
 // String names the run the way the command line would.
 func (p Params) String() string {
 	s := fmt.Sprintf("--design %s --gateways %d --sync %v --limit %d --window %v --traffic %v --routing %v --duration %v --seed %d --window-kind %v",
 		p.Design, p.Gateways, p.Sync, p.Limit, p.Window, p.MixString(), p.Routing, p.Duration, p.Seed, p.WindowKind)
+	if p.WindowBuckets > 0 {
+		s += fmt.Sprintf(" --window-buckets %d", p.WindowBuckets)
+	}
 	if p.AlignedSync {
 		s += " --aligned-sync"
 	}
@@ -313,7 +325,7 @@ func newRunner(p Params, trace Trace) (*runner, error) {
 	for i := range r.gws {
 		r.gws[i] = info.New(r.gatewayConfig(i))
 	}
-	r.key = memstore.NewKey(p.Limit, window.Spec{Size: p.Window, Kind: p.WindowKind})
+	r.key = memstore.NewKey(p.Limit, p.Spec())
 	if p.LeasePolicy == MaxMin {
 		r.key.SetMaxMinLeases()
 	}
@@ -382,7 +394,7 @@ func (r *runner) storeAnswer(now int64, g int, q store.Query) store.Answer {
 // gatewayConfig is gateway g's design configuration.
 func (r *runner) gatewayConfig(g int) design.Config {
 	p := r.p
-	return design.Config{Limit: p.Limit, Window: window.Spec{Size: p.Window, Kind: p.WindowKind},
+	return design.Config{Limit: p.Limit, Window: p.Spec(),
 		Gateways: p.Gateways, Gateway: g, Sync: p.Sync}
 }
 

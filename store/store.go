@@ -97,6 +97,10 @@ type Query struct {
 	// slots the gateway holds, so a design that holds some never carries),
 	// so that the answer counts them. It stays the design's.
 	Carry *Push
+	// Own asks that a central admit count in the gateway's Pull.Own, as
+	// its pushed admits do when it pushes with WantOwn: a design that
+	// reads Own sets both. A store may count them either way without it.
+	Own bool
 }
 
 // Answer is the store's reply to a Query.

@@ -18,6 +18,7 @@ type Cell struct {
 	Limit    int
 	Window   time.Duration
 	Kind     window.Kind
+	Buckets  int    // the window's counters; 0: the exact log
 	Traffic  string // the whole mix
 	Routing  sim.Routing
 	Faults   string // sim.Faults.String(): "" for the ideal store
@@ -25,7 +26,7 @@ type Cell struct {
 
 func cellOf(r Row) Cell {
 	p := r.Params
-	return Cell{r.Part, p.Design, p.Gateways, p.Sync, p.Limit, p.Window, p.WindowKind, p.MixString(), p.Routing, p.Faults.String()}
+	return Cell{r.Part, p.Design, p.Gateways, p.Sync, p.Limit, p.Window, p.WindowKind, p.WindowBuckets, p.MixString(), p.Routing, p.Faults.String()}
 }
 
 // Mean is a cell's figures averaged over its seeds.
@@ -78,6 +79,8 @@ func (t table) sortedCells() []Cell {
 			return a.Window < b.Window
 		case a.Kind != b.Kind:
 			return a.Kind < b.Kind
+		case a.Buckets != b.Buckets:
+			return a.Buckets < b.Buckets
 		case a.Traffic != b.Traffic:
 			return a.Traffic < b.Traffic
 		case a.Routing != b.Routing:

@@ -14,7 +14,7 @@ import (
 
 // beyondCell is a scenario of the beyond part at Δ = 1 s, L = 100.
 func beyondCell(d string, k int, tr string, routing sim.Routing, f sim.Faults) Cell {
-	return Cell{PartBeyond, d, k, refSync, quietLimit, refWindow, window.Sliding, tr, routing, f.String()}
+	return Cell{PartBeyond, d, k, refSync, quietLimit, refWindow, window.Sliding, 0, tr, routing, f.String()}
 }
 
 func floodCell(d string, f sim.Faults) Cell {

@@ -262,7 +262,8 @@ func Quick() []Run {
 // by spaces or semicolons; a run must match every term, and a term matches
 // when any of its comma-separated values does. Keys: part, design, k, sync,
 // traffic (a full spec such as flood:100, or a model name such as flood),
-// routing, kind, limit, seed.
+// routing, kind (sliding or fixed, which take in their counters too, or
+// one with its counters such as sliding/60), limit, seed.
 type Filter map[string][]string
 
 var filterKeys = []string{"part", "design", "k", "sync", "traffic", "routing", "kind", "limit", "seed"}
@@ -320,7 +321,7 @@ func checkFilterValue(key, v string) error {
 			return fmt.Errorf("filter: %w", err)
 		}
 	case "kind":
-		if _, err := window.ParseKind(v); err != nil {
+		if _, _, err := window.ParseCounting(v); err != nil {
 			return fmt.Errorf("filter: %w", err)
 		}
 	case "part":
@@ -338,7 +339,7 @@ func (f Filter) matches(r Run) bool {
 	fields := map[string][]string{
 		"part": {r.Part}, "design": {p.Design}, "k": {strconv.Itoa(p.Gateways)}, "sync": {p.Sync.String()},
 		"traffic": {p.Traffic.String(), strings.SplitN(p.Traffic.String(), ":", 2)[0]},
-		"routing": {p.Routing.String()}, "kind": {p.WindowKind.String()}, "limit": {strconv.Itoa(p.Limit)},
+		"routing": {p.Routing.String()}, "kind": {p.WindowKind.String(), p.Spec().String()}, "limit": {strconv.Itoa(p.Limit)},
 		"seed": {strconv.FormatUint(p.Seed, 10)},
 	}
 	for key, want := range f {

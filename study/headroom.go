@@ -45,7 +45,7 @@ func (t table) worstOver(cells []Cell, f func(Mean) float64) (float64, bool) {
 func (s section) headroomFloods(d string, k int, sync time.Duration) []Cell {
 	var cs []Cell
 	for _, m := range s.rates {
-		cs = append(cs, Cell{PartFlood, d, k, sync, quietLimit, refWindow, window.Sliding, floodSpec(m), sim.Even, ""})
+		cs = append(cs, Cell{PartFlood, d, k, sync, quietLimit, refWindow, window.Sliding, 0, floodSpec(m), sim.Even, ""})
 	}
 	return cs
 }
@@ -56,7 +56,7 @@ func (s section) honestExcess(d string, k int, sync time.Duration) (float64, boo
 	worst, any := math.Inf(-1), false
 	for _, tr := range HonestTraffic {
 		for _, rt := range []sim.Routing{sim.Even, sim.Uneven} {
-			c := Cell{PartHonest, d, k, sync, quietLimit, refWindow, window.Sliding, tr, rt, ""}
+			c := Cell{PartHonest, d, k, sync, quietLimit, refWindow, window.Sliding, 0, tr, rt, ""}
 			m, ok := s.t[c]
 			c.Design = "central-log"
 			base, okBase := s.t[c]
@@ -174,7 +174,7 @@ func (s section) roundTrips(k int, sync time.Duration) string {
 func (s section) roundTripsOf(d string, k int, sync time.Duration) string {
 	var cells []Cell
 	for _, rt := range []sim.Routing{sim.Even, sim.Uneven} {
-		cells = append(cells, Cell{PartHonest, d, k, sync, quietLimit, refWindow, window.Sliding, refHonest, rt, ""})
+		cells = append(cells, Cell{PartHonest, d, k, sync, quietLimit, refWindow, window.Sliding, 0, refHonest, rt, ""})
 	}
 	v, ok := s.t.worstOver(cells, func(m Mean) float64 { return m.RoundTripPct })
 	switch {
@@ -205,7 +205,7 @@ func (s section) busyTrips() {
 		for _, sync := range syncs {
 			var cells []Cell
 			for _, rt := range []sim.Routing{sim.Even, sim.Uneven} {
-				cells = append(cells, Cell{PartBusy, headroomName, k, sync, BusyLimit, refWindow, window.Sliding, refHonest, rt, ""})
+				cells = append(cells, Cell{PartBusy, headroomName, k, sync, BusyLimit, refWindow, window.Sliding, 0, refHonest, rt, ""})
 			}
 			if v, ok := s.t.worstOver(cells, func(m Mean) float64 { return m.RoundTripPct }); ok {
 				row = append(row, mark("%.2f", v, targetBusyTrips))

@@ -195,7 +195,7 @@ func (s section) floods() {
 		head = append(head, "flood:"+ff(m))
 	}
 	k8 := s.byDesign(head, s.rates, func(d string, i int) Cell {
-		return Cell{PartFlood, d, refK, refSync, quietLimit, refWindow, window.Sliding, floodSpec(s.rates[i]), sim.Even, ""}
+		return Cell{PartFlood, d, refK, refSync, quietLimit, refWindow, window.Sliding, 0, floodSpec(s.rates[i]), sim.Even, ""}
 	}, admitted, func(m Mean) float64 { return m.AdmittedX })
 	s.rep.addChart(s.b, "admitted under floods", chart{file: "floods_k8.png", title: fmt.Sprintf("Floods, K = %d, Δ = %v", refK, refSync),
 		xlabel: "flood rate M (x L per window)", ylabel: "admitted_x (x L)", logX: true, logY: true, series: k8, xticks: s.rates})
@@ -208,7 +208,7 @@ func (s section) floods() {
 
 // honestCell is the quiet key's honest scenario of design d.
 func honestCell(d string, k int, sync time.Duration, tr string) Cell {
-	return Cell{PartHonest, d, k, sync, quietLimit, refWindow, window.Sliding, tr, sim.Uneven, ""}
+	return Cell{PartHonest, d, k, sync, quietLimit, refWindow, window.Sliding, 0, tr, sim.Uneven, ""}
 }
 
 // honest writes the honest cost by K and by Δ, and page loads by K.
@@ -252,7 +252,7 @@ func (s section) leases() {
 			limit int
 		}{{"quiet (L=100)", PartHonest, quietLimit}, {"busy (L=10000)", PartBusy, BusyLimit}} {
 			for _, k := range busyKs {
-				c := Cell{key.part, d, k, refSync, key.limit, refWindow, window.Sliding, refHonest, sim.Uneven, ""}
+				c := Cell{key.part, d, k, refSync, key.limit, refWindow, window.Sliding, 0, refHonest, sim.Uneven, ""}
 				m, ok := s.t[c]
 				if !ok {
 					tbl = append(tbl, []string{d, key.name, fmt.Sprint(k), "–", "–", "–", "–"})
@@ -273,8 +273,8 @@ func (s section) fixed() {
 	var tbl [][]string
 	var sl, fx plotter.XYs
 	for _, m := range s.rates {
-		sv, okS := s.t[Cell{PartFlood, "shared-counter", refK, refSync, quietLimit, refWindow, window.Sliding, floodSpec(m), sim.Even, ""}]
-		fv, okF := s.t[Cell{PartFixed, "shared-counter", refK, refSync, quietLimit, refWindow, window.Fixed, floodSpec(m), sim.Even, ""}]
+		sv, okS := s.t[Cell{PartFlood, "shared-counter", refK, refSync, quietLimit, refWindow, window.Sliding, 0, floodSpec(m), sim.Even, ""}]
+		fv, okF := s.t[Cell{PartFixed, "shared-counter", refK, refSync, quietLimit, refWindow, window.Fixed, 0, floodSpec(m), sim.Even, ""}]
 		row := []string{"flood:" + ff(m), "–", "–", "–", "–", "–"}
 		if okS {
 			row[1], row[3] = fmt.Sprintf("%.3f", sv.AdmittedX), fmt.Sprintf("%.3f", sv.WorstWindowX)
@@ -386,7 +386,7 @@ func plateaus(t table, designs []string) string {
 	for _, d := range designs {
 		row := []string{d}
 		for _, k := range ks {
-			row = append(row, t.fmt(Cell{PartFlood, d, k, topSync, quietLimit, refWindow, window.Sliding, floodSpec(top), sim.Even, ""},
+			row = append(row, t.fmt(Cell{PartFlood, d, k, topSync, quietLimit, refWindow, window.Sliding, 0, floodSpec(top), sim.Even, ""},
 				func(m Mean) string { return fmt.Sprintf("%.3f", m.AdmittedX) }))
 		}
 		tbl = append(tbl, row)

@@ -85,7 +85,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	for _, r := range rows {
 		p := r.Params
 		rec := []string{r.Part, p.Design, strconv.Itoa(p.Gateways), p.Sync.String(), strconv.Itoa(p.Limit),
-			p.Window.String(), p.WindowKind.String(), p.MixString(), p.Routing.String(), p.Duration.String(),
+			p.Window.String(), p.Spec().String(), p.MixString(), p.Routing.String(), p.Duration.String(),
 			strconv.FormatBool(p.AlignedSync), strconv.FormatUint(p.Seed, 10),
 			strconv.FormatInt(r.Requests, 10), strconv.FormatInt(r.Admitted, 10), strconv.FormatInt(r.Rejected, 10),
 			strconv.FormatInt(r.RoundTrips, 10), strconv.FormatInt(r.Syncs, 10),
@@ -166,7 +166,7 @@ func parseRow(rec []string) (Row, error) {
 	p := &r.Params
 	r.Part, p.Design, p.Gateways, p.Sync, p.Limit, p.Window = rec[0], rec[1], atoi(rec[2]), dur(rec[3]), atoi(rec[4]), dur(rec[5])
 	var err error
-	p.WindowKind, err = window.ParseKind(rec[6])
+	p.WindowKind, p.WindowBuckets, err = window.ParseCounting(rec[6])
 	errs = append(errs, err)
 	mix, err := sim.ParseMix(rec[7])
 	errs = append(errs, err)

@@ -1,14 +1,17 @@
-// Package window holds the two window kinds of fleetlimit (sliding and fixed)
-// and an exact sliding-window log of admitted timestamps.
+// Package window holds the two window kinds of fleetlimit (sliding and fixed),
+// the two ways of counting in them (an exact log of admitted timestamps, or
+// counters: B buckets of W/B each), and a Log that does either.
 //
 // Times are int64 nanoseconds on whatever clock the caller uses; the package
 // never reads a clock itself, starts no goroutine and does no I/O. A Log's
-// memory is bounded by the most the window can hold, and a request of any
-// cost is one entry.
+// memory is bounded by the most the window can hold (and, with counters, by
+// the buckets a window spans), and a request of any cost is one entry.
 package window
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -45,6 +48,21 @@ func ParseKind(s string) (Kind, error) {
 	return 0, fmt.Errorf("window kind %q: want sliding or fixed", s)
 }
 
+// ParseCounting parses a kind and, after a slash, its counters: "sliding",
+// "fixed", "sliding/60" (as Spec.String prints them).
+func ParseCounting(s string) (Kind, int, error) {
+	name, b, has := strings.Cut(s, "/")
+	k, err := ParseKind(name)
+	if err != nil || !has {
+		return k, 0, err
+	}
+	n, err := strconv.Atoi(b)
+	if err != nil || n < 1 {
+		return k, 0, fmt.Errorf("window %q: want KIND or KIND/BUCKETS with BUCKETS a positive whole number", s)
+	}
+	return k, n, nil
+}
+
 // MarshalText returns the kind's name.
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
@@ -58,10 +76,85 @@ func (k *Kind) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Spec is a window: its length and its kind.
+// Spec is a window: its length, its kind, and how it counts.
 type Spec struct {
 	Size time.Duration // W, > 0
 	Kind Kind
+	// Buckets, when > 0, counts the window in counters instead of an exact
+	// log: a sliding window in B buckets of Width() each, a fixed window
+	// in one counter (B must be 1). Every admit counts as if stamped at the
+	// last instant of its bucket (Stamp), so a bucket counts until its
+	// whole span has left the window: never less than the exact log would
+	// count on the same admits, and at most ceil(W/width)+1 buckets live at
+	// once, whatever the limit and the requests' costs. 0: the exact log.
+	Buckets int
+}
+
+// MaxBuckets is the most counters a window may be split into.
+const MaxBuckets = 3600
+
+// Validate reports what is wrong with s, if anything.
+func (s Spec) Validate() error {
+	switch {
+	case s.Size <= 0:
+		return fmt.Errorf("window %v: want a positive length", s.Size)
+	case s.Kind != Sliding && s.Kind != Fixed:
+		return fmt.Errorf("window kind %v: want sliding or fixed", s.Kind)
+	case s.Buckets < 0 || s.Buckets > MaxBuckets:
+		return fmt.Errorf("window buckets %d: want 0 (the exact log) to %d", s.Buckets, MaxBuckets)
+	case s.Kind == Fixed && s.Buckets > 1:
+		return fmt.Errorf("window buckets %d: a fixed window is one counter, so want 0 (the exact log) or 1", s.Buckets)
+	case s.Buckets > 0 && s.Size < time.Duration(s.Buckets)*time.Microsecond:
+		return fmt.Errorf("window buckets %d: a %v window has room for at most %d buckets of a microsecond", s.Buckets, s.Size, s.Size/time.Microsecond)
+	}
+	return nil
+}
+
+// Counters reports whether s counts in buckets rather than an exact log.
+func (s Spec) Counters() bool { return s.Buckets > 0 }
+
+// Width returns the length of one bucket in nanoseconds, a whole number of
+// microseconds (W/B rounded up; the whole window when the kind is fixed),
+// or 0 for the exact log.
+func (s Spec) Width() int64 {
+	switch {
+	case s.Buckets <= 0:
+		return 0
+	case s.Kind == Fixed:
+		return int64(s.Size)
+	}
+	us := (int64(s.Size/time.Microsecond) + int64(s.Buckets) - 1) / int64(s.Buckets)
+	return max(us, 1) * int64(time.Microsecond)
+}
+
+// Bucket returns the index of the bucket holding t (floor(t/Width())); s
+// must count in buckets.
+func (s Spec) Bucket(t int64) int64 { return floorDiv(t, s.Width()) }
+
+// BucketStamp returns the last instant of bucket b: the time every admit
+// in it counts as.
+func (s Spec) BucketStamp(b int64) int64 { return (b+1)*s.Width() - 1 }
+
+// Stamp returns the time an admit at t counts as: t itself in the exact
+// log, the last instant of its bucket with counters.
+func (s Spec) Stamp(t int64) int64 {
+	if s.Buckets <= 0 {
+		return t
+	}
+	return s.BucketStamp(s.Bucket(t))
+}
+
+// FirstBucket returns the oldest bucket that still counts at or after the
+// bound lo (as from Lo): the first whose stamp is at least lo.
+func (s Spec) FirstBucket(lo int64) int64 { return floorDiv(lo, s.Width()) }
+
+// String returns the kind, followed by "/B" with counters: "sliding",
+// "fixed", "sliding/60".
+func (s Spec) String() string {
+	if s.Buckets > 0 {
+		return fmt.Sprintf("%v/%d", s.Kind, s.Buckets)
+	}
+	return s.Kind.String()
 }
 
 // Lo returns the oldest timestamp that still counts at now: a timestamp ts
@@ -151,7 +244,7 @@ func (l *Log) Allow(now int64, n int) bool {
 	if l.Count(now)+n > l.limit {
 		return false
 	}
-	l.push(now, n)
+	l.push(l.spec.Stamp(now), n)
 	return true
 }
 
@@ -169,10 +262,10 @@ func (l *Log) Add(now int64, n int) {
 		l.dropOldest(k)
 		over -= k
 	}
-	l.push(now, n)
+	l.push(l.spec.Stamp(now), n)
 }
 
-// push logs n requests at now; the caller made room.
+// push logs n requests at stamp now; the caller made room.
 func (l *Log) push(now int64, n int) {
 	l.count += n
 	if l.size > 0 {

@@ -137,3 +137,100 @@ func TestLogHeavyRequestIsOneEntry(t *testing.T) {
 		t.Fatalf("at 1s count %d, want the two later entries", l.Count(1000*ms))
 	}
 }
+
+func TestSpecValidate(t *testing.T) {
+	for _, c := range []struct {
+		spec Spec
+		want string // "" for valid
+	}{
+		{Spec{Size: time.Minute}, ""},
+		{Spec{Size: time.Minute, Buckets: 60}, ""},
+		{Spec{Size: time.Second, Buckets: 7}, ""},
+		{Spec{Size: time.Minute, Kind: Fixed, Buckets: 1}, ""},
+		{Spec{Size: 0}, "window 0s: want a positive length"},
+		{Spec{Size: time.Minute, Kind: Kind(7)}, "window kind Kind(7): want sliding or fixed"},
+		{Spec{Size: time.Minute, Buckets: -1}, "window buckets -1: want 0 (the exact log) to 3600"},
+		{Spec{Size: time.Hour, Buckets: 3601}, "window buckets 3601: want 0 (the exact log) to 3600"},
+		{Spec{Size: time.Minute, Kind: Fixed, Buckets: 60}, "window buckets 60: a fixed window is one counter, so want 0 (the exact log) or 1"},
+		{Spec{Size: 5 * time.Microsecond, Buckets: 6}, "window buckets 6: a 5µs window has room for at most 5 buckets of a microsecond"},
+	} {
+		err := c.spec.Validate()
+		if got := errText(err); got != c.want {
+			t.Errorf("%+v: Validate() = %q, want %q", c.spec, got, c.want)
+		}
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func TestSpecStamp(t *testing.T) {
+	s := Spec{Size: time.Second, Buckets: 7} // buckets of 142,858 µs
+	if w := s.Width(); w != 142858*int64(time.Microsecond) {
+		t.Fatalf("width %d", w)
+	}
+	w := s.Width()
+	for _, at := range []int64{0, 1, w - 1, w, 5*w + 3, -1, -w, -w - 1} {
+		st := s.Stamp(at)
+		if st < at || st-at >= w || s.Bucket(st) != s.Bucket(at) || s.Stamp(st) != st {
+			t.Errorf("Stamp(%d) = %d: want the last instant of its bucket", at, st)
+		}
+	}
+	f := Spec{Size: time.Second, Kind: Fixed, Buckets: 1}
+	if got := f.Stamp(1500 * ms); got != 2000*ms-1 {
+		t.Errorf("fixed Stamp(1.5s) = %d, want the window's last instant", got)
+	}
+	if exact := (Spec{Size: time.Second}); exact.Stamp(123) != 123 {
+		t.Error("the exact log stamps an admit at its own time")
+	}
+}
+
+func TestParseCounting(t *testing.T) {
+	for in, want := range map[string]Spec{"sliding": {}, "fixed": {Kind: Fixed}, "sliding/60": {Buckets: 60}, "fixed/1": {Kind: Fixed, Buckets: 1}} {
+		k, b, err := ParseCounting(in)
+		if err != nil || k != want.Kind || b != want.Buckets {
+			t.Errorf("ParseCounting(%q) = %v, %d, %v", in, k, b, err)
+		}
+		if got := (Spec{Size: time.Second, Kind: k, Buckets: b}).String(); got != in {
+			t.Errorf("String() = %q, want %q", got, in)
+		}
+	}
+	for _, in := range []string{"sliding/", "sliding/0", "sliding/x", "tumbling/3"} {
+		if _, _, err := ParseCounting(in); err == nil {
+			t.Errorf("ParseCounting(%q) took it", in)
+		}
+	}
+}
+
+// With counters a log never counts less than the exact log of the same
+// admits, and counts an admit at most one bucket longer; and it holds one
+// entry a bucket, whatever the limit.
+func TestCountersBoundTheExactLog(t *testing.T) {
+	for _, spec := range []Spec{{Size: time.Second, Buckets: 10}, {Size: time.Second, Buckets: 3}, {Size: time.Second, Kind: Fixed, Buckets: 1}} {
+		const limit = 1 << 20
+		exact, ctr := New(Spec{Size: spec.Size, Kind: spec.Kind}, limit), New(spec, limit)
+		longer := New(Spec{Size: spec.Size + time.Duration(spec.Width()), Kind: spec.Kind}, limit)
+		now := int64(0)
+		for i := range 20000 {
+			now += int64(i*7919%97) * ms / 10
+			n := 1 + i%3
+			exact.Add(now, n)
+			ctr.Add(now, n)
+			longer.Add(now, n)
+			e, c, l := exact.Count(now), ctr.Count(now), longer.Count(now)
+			if c < e || (spec.Kind == Sliding && c > l) {
+				t.Fatalf("%v at %d: counters count %d, exact %d, a window one bucket longer %d", spec, now, c, e, l)
+			}
+			if spec.Kind == Fixed && c != e {
+				t.Fatalf("%v at %d: one counter a fixed window counts %d, the exact log %d", spec, now, c, e)
+			}
+			if ctr.size > spec.Buckets+2 {
+				t.Fatalf("%v: %d entries held", spec, ctr.size)
+			}
+		}
+	}
+}

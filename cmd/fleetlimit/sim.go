@@ -131,6 +131,7 @@ entries held.`,
 	f.Uint64Var(&d.Seed, "seed", d.Seed, "first seed")
 	f.IntVar(&seeds, "seeds", 1, "number of seeds: runs seeds S..S+N-1 in parallel")
 	f.StringVar(&kind, "window-kind", "sliding", "sliding or fixed")
+	f.IntVar(&d.WindowBuckets, "window-buckets", 0, "count each window in B counters of W/B (a fixed window: 1) instead of the exact log of admits; a bucket counts until its whole span has left the window (0: the exact log)")
 	f.BoolVar(&d.AlignedSync, "aligned-sync", false, "all gateways sync at the same instants (multiples of Δ)")
 	f.DurationVar(&d.Faults.RTT, "rtt", 0, "median store round trip (0: instant)")
 	f.DurationVar(&d.Faults.RTTP99, "rtt-p99", 0, "99th percentile of the store round trip (log-normal; 0: every round trip takes --rtt)")
@@ -199,6 +200,7 @@ func writeSimJSON(w io.Writer, p sim.Params, results []sim.Result) error {
 		Limit             int      `json:"limit"`
 		Window            string   `json:"window"`
 		WindowKind        string   `json:"window_kind"`
+		WindowBuckets     int      `json:"window_buckets,omitempty"`
 		Traffic           string   `json:"traffic"`
 		Routing           string   `json:"routing"`
 		Duration          string   `json:"duration"`
@@ -218,7 +220,7 @@ func writeSimJSON(w io.Writer, p sim.Params, results []sim.Result) error {
 		RoundTripPct      float64  `json:"round_trip_pct"`
 		StrandedX         float64  `json:"stranded_x"`
 		Runs              []simRun `json:"runs"`
-	}{p.Design, p.Gateways, p.Sync.String(), p.Limit, p.Window.String(), p.WindowKind.String(),
+	}{p.Design, p.Gateways, p.Sync.String(), p.Limit, p.Window.String(), p.WindowKind.String(), p.WindowBuckets,
 		p.MixString(), p.Routing.String(), p.Duration.String(), p.AlignedSync, leasePolicy(p),
 		durText(p.Faults.RTT), durText(p.Faults.RTTP99), p.Faults.Loss, durText(p.Faults.Skew), sim.RestartsString(p.Faults.Restarts), p.Seed, len(results),
 		m.AdmittedX, m.WorstWindowX, m.WorstFixedWindowX, m.RejectedPct, m.RoundTripPct, m.StrandedX, runs}

@@ -15,9 +15,10 @@ type entry struct {
 	gw int32
 }
 
-// Key is the exact store state of one rate-limited key: the timestamp and
-// gateway of every admitted request still inside the window, and the lease
-// slots each gateway holds. It is single-threaded: Store wraps Keys with a
+// Key is the store state of one rate-limited key: the timestamp and gateway
+// of every admitted request still inside the window (with counters, one
+// entry a bucket and a gateway, stamped as window.Spec.Stamp says), and the
+// lease slots each gateway holds. It is single-threaded: Store wraps Keys with a
 // lock for concurrent use, the simulator uses a Key directly.
 //
 // Times passed to a Key never go backwards: a call with an earlier time than
@@ -157,7 +158,7 @@ func (k *Key) Stamps(dst []int64, now int64) []int64 {
 // the log, dropping the ones that are already outside the window.
 func (k *Key) insert(gw int, stamps []int64, counts []int) {
 	lo := k.spec.Lo(k.now)
-	i := sort.Search(len(stamps), func(i int) bool { return stamps[i] >= lo })
+	i := sort.Search(len(stamps), func(i int) bool { return k.spec.Stamp(stamps[i]) >= lo })
 	stamps = stamps[i:]
 	if counts != nil {
 		counts = counts[i:]
@@ -168,21 +169,36 @@ func (k *Key) insert(gw int, stamps []int64, counts []int) {
 	live := k.log[k.head:]
 	// Everything in live[p:] is later than the first new stamp; merge
 	// that tail with the new stamps. Ties keep the older entry first.
-	p := sort.Search(len(live), func(i int) bool { return live[i].t > stamps[0] })
+	first := k.spec.Stamp(stamps[0])
+	p := sort.Search(len(live), func(i int) bool { return live[i].t > first })
 	k.tail = append(k.tail[:0], live[p:]...)
 	k.log = k.log[:k.head+p]
 	a := k.tail
 	for j, t := range stamps {
+		t = k.spec.Stamp(t)
 		for len(a) > 0 && a[0].t <= t {
 			k.log = append(k.log, a[0])
 			a = a[1:]
 		}
-		n := int64(store.CountAt(counts, j))
-		k.log = append(k.log, entry{t, n, int32(gw)})
-		k.own[gw] += int(n)
-		k.count += int(n)
+		k.appendEntry(entry{t, int64(store.CountAt(counts, j)), int32(gw)})
 	}
 	k.log = append(k.log, a...)
+}
+
+// appendEntry appends e to the log, whose live entries are all at or before
+// e.t. With counters it merges e into an entry of the same time (bucket) and
+// gateway, so the log holds at most one entry a bucket and a gateway; the
+// exact log keeps one entry an admit.
+func (k *Key) appendEntry(e entry) {
+	k.own[e.gw] += int(e.n)
+	k.count += int(e.n)
+	for i := len(k.log) - 1; k.spec.Counters() && i >= k.head && k.log[i].t == e.t; i-- {
+		if k.log[i].gw == e.gw {
+			k.log[i].n += e.n
+			return
+		}
+	}
+	k.log = append(k.log, e)
 }
 
 // fresh returns the admits of p that this key has not applied yet: a
@@ -239,13 +255,18 @@ func (k *Key) Sync(now int64, p store.Push) store.Pull {
 }
 
 // expiring returns the live stamps before until and their counts (nil when
-// each is 1), in the key's scratch.
+// each is 1), in the key's scratch; with counters, one stamp a bucket.
 func (k *Key) expiring(until int64) ([]int64, []int) {
 	k.exp, k.expN = k.exp[:0], k.expN[:0]
 	heavy := false
 	for _, e := range k.log[k.head:] {
 		if e.t >= until {
 			break
+		}
+		if last := len(k.exp) - 1; k.spec.Counters() && last >= 0 && k.exp[last] == e.t {
+			k.expN[last] += int(e.n)
+			heavy = true
+			continue
 		}
 		k.exp = append(k.exp, e.t)
 		k.expN = append(k.expN, int(e.n))
@@ -281,9 +302,7 @@ func (k *Key) Central(now int64, gw, n int) (bool, int) {
 		return false, count
 	}
 	if n > 0 {
-		k.log = append(k.log, entry{now, int64(n), int32(gw)})
-		k.own[gw] += n
-		k.count += n
+		k.appendEntry(entry{k.spec.Stamp(now), int64(n), int32(gw)})
 	}
 	return true, count + n
 }

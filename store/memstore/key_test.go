@@ -137,3 +137,31 @@ func TestMaxMinLeases(t *testing.T) {
 		t.Fatalf("grants %v (outstanding %d), want [1 4 4]", got, k.Outstanding())
 	}
 }
+
+// With counters a key holds at most one entry a bucket and a gateway,
+// whatever the limit and the requests' costs; the exact log holds one an
+// admit.
+func TestCountersBoundTheEntries(t *testing.T) {
+	const gateways, limit = 4, 10000
+	for _, spec := range []window.Spec{{Size: time.Second}, {Size: time.Second, Buckets: 10}} {
+		k := NewKey(limit, spec)
+		now, most := int64(0), 0
+		for i := range 50000 {
+			now += int64(time.Millisecond) / 4
+			gw := i % gateways
+			if i%3 == 0 {
+				k.Central(now, gw, 1+i%5)
+			} else {
+				k.Sync(now, store.Push{Gateway: gw, Admits: []int64{now - int64(time.Millisecond)}, Counts: []int{1000}})
+			}
+			most = max(most, k.Entries())
+		}
+		bound := gateways * (spec.Buckets + 2)
+		if spec.Counters() && most > bound {
+			t.Errorf("%v: %d entries held, want at most %d", spec, most, bound)
+		}
+		if !spec.Counters() && most <= bound {
+			t.Errorf("%v: the exact log held only %d entries: the bound tests nothing", spec, most)
+		}
+	}
+}

@@ -176,7 +176,7 @@ func (s *Store) Close() error { return s.rdb.Close() }
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
 func (s *Store) load(ctx context.Context) error {
-	for _, sc := range []*redis.Script{syncScript, centralScript, grantScript} {
+	for _, sc := range []*redis.Script{syncScript, centralScript, grantScript, counterSyncScript, counterCentralScript, counterGrantScript} {
 		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 			return err
 		}
@@ -235,11 +235,19 @@ func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem)
 		for g, idx := range groups {
 			keys := make([]string, 0, 2*len(idx))
 			var args []any
+			sc := syncScript
 			for _, i := range idx {
-				keys = append(keys, s.Keys(items[i].Key.Name)...)
-				args = syncArgs(args, now, items[i].Key, items[i].Push)
+				it := &items[i]
+				if it.Key.Window.Counters() {
+					sc = counterSyncScript
+					keys = append(keys, s.counterKeys(it.Key.Name, it.Push.Gateway)...)
+					args = counterSyncArgs(args, now, it.Key, it.Push)
+					continue
+				}
+				keys = append(keys, s.Keys(it.Key.Name)...)
+				args = syncArgs(args, now, it.Key, it.Push)
 			}
-			cmds[g] = syncScript.EvalSha(ctx, p, keys, args...)
+			cmds[g] = sc.EvalSha(ctx, p, keys, args...)
 		}
 		return nil
 	})
@@ -252,6 +260,12 @@ func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem)
 			return err
 		}
 		for _, i := range groups[g] {
+			if sp := items[i].Key.Window; sp.Counters() {
+				if items[i].Pull, vals, err = counterPull(vals, sp); err != nil {
+					return fmt.Errorf("redisstore: %q: %w", items[i].Key.Name, err)
+				}
+				continue
+			}
 			if len(vals) < 4 || len(vals) < 4+2*int(vals[3]) {
 				return fmt.Errorf("redisstore: sync of %q answered %v", items[i].Key.Name, vals)
 			}
@@ -302,22 +316,28 @@ func pullOf(vals []int64) store.Pull {
 	return pull
 }
 
-// groups splits items into script calls of at most scriptBatch keys; on a
+// groups splits items into script calls of at most scriptBatch keys, the
+// exact logs apart from the counted keys (each has its own script); on a
 // Cluster a call's keys must share a slot, so items are grouped by slot.
 func (s *Store) groups(items []store.SyncItem) [][]int {
+	type kind struct {
+		slot     uint16
+		counters bool
+	}
 	var groups [][]int
 	_, cluster := s.rdb.(*redis.ClusterClient)
-	bySlot := map[uint16]int{} // slot -> open group
+	open := map[kind]int{} // -> open group
 	for i := range items {
 		var sl uint16
 		if cluster {
 			sl = slot(s.Keys(items[i].Key.Name)[0])
 		}
-		g, ok := bySlot[sl]
+		kd := kind{sl, items[i].Key.Window.Counters()}
+		g, ok := open[kd]
 		if !ok || len(groups[g]) == scriptBatch {
 			g = len(groups)
 			groups = append(groups, nil)
-			bySlot[sl] = g
+			open[kd] = g
 		}
 		groups[g] = append(groups[g], i)
 	}
@@ -355,6 +375,9 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 	if q.Kind == store.QueryCounter {
 		return s.counter(ctx, now, k, q.N)
 	}
+	if k.Window.Counters() {
+		return s.askCounted(ctx, now, k, gw, q)
+	}
 	var sc *redis.Script
 	switch q.Kind {
 	case store.QueryCentral:
@@ -364,17 +387,28 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 	default:
 		return store.Answer{}, fmt.Errorf("redisstore: unknown query kind %d", q.Kind)
 	}
-	var deadline int64 // µs on the wall clock; 0: none
-	if d, ok := ctx.Deadline(); ok {
-		deadline = d.UnixMicro()
-	}
-	args := append(head(now, k, 0), us(now), gw, q.N, deadline)
+	args := append(head(now, k, 0), us(now), gw, q.N, deadlineOf(ctx))
 	var c *redis.Cmd
 	if q.Carry != nil && len(q.Carry.Admits) > 0 {
-		c = s.carried(ctx, now, k, *q.Carry, sc, args)
+		pu := *q.Carry
+		pu.Ask, pu.Horizon, pu.WantOwn = 0, 0, false
+		c = s.carried(ctx, s.Keys(k.Name), syncScript, syncArgs(nil, now, k, pu), sc, args)
 	} else {
 		c = run(ctx, s, sc, k.Name, args)
 	}
+	return answerOf(c, k, q)
+}
+
+// deadlineOf is ctx's deadline in µs on the wall clock, 0 for none.
+func deadlineOf(ctx context.Context) int64 {
+	if d, ok := ctx.Deadline(); ok {
+		return d.UnixMicro()
+	}
+	return 0
+}
+
+// answerOf reads the answer of a central check or grant script.
+func answerOf(c *redis.Cmd, k store.Key, q store.Query) (store.Answer, error) {
 	if q.Kind == store.QueryGrant {
 		g, err := c.Int64()
 		if err == nil && g < 0 {
@@ -395,18 +429,15 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 	return store.Answer{Admit: vals[0] == 1, Count: int(vals[1])}, nil
 }
 
-// carried runs the sync script for the carried push and then the query's
-// script sc, pipelined in one round trip, and returns the query's answer.
-// The push is idempotent, so the scripts are loaded and both sent again
-// when Redis lost them.
-func (s *Store) carried(ctx context.Context, now int64, k store.Key, pu store.Push, sc *redis.Script, args []any) *redis.Cmd {
-	pu.Ask, pu.Horizon, pu.WantOwn = 0, 0, false
-	keys := s.Keys(k.Name)
-	push := syncArgs(nil, now, k, pu)
+// carried runs the sync script sync with arguments push for a carried
+// push and then the query's script sc, pipelined in one round trip on the
+// same keys, and returns the query's answer. The push is idempotent, so
+// the scripts are loaded and both sent again when Redis lost them.
+func (s *Store) carried(ctx context.Context, keys []string, sync *redis.Script, push []any, sc *redis.Script, args []any) *redis.Cmd {
 	send := func() (*redis.Cmd, error) {
 		var c *redis.Cmd
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			syncScript.EvalSha(ctx, p, keys, push...)
+			sync.EvalSha(ctx, p, keys, push...)
 			c = sc.EvalSha(ctx, p, keys, args...)
 			return nil
 		})

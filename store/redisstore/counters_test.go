@@ -1,0 +1,154 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/internal/redistest"
+	"github.com/fleetlimit/fleetlimit/store"
+	"github.com/fleetlimit/fleetlimit/store/memstore"
+	"github.com/fleetlimit/fleetlimit/store/redisstore"
+	"github.com/fleetlimit/fleetlimit/store/storetest"
+	"github.com/fleetlimit/fleetlimit/window"
+)
+
+// TestCountersAgainstMemstore drives the counted layout on a real Redis and
+// memstore, the reference, with the same random operations (pushes with
+// retries and restarts, central checks with carried pushes, grants) and
+// requires every answer to be the same.
+func TestCountersAgainstMemstore(t *testing.T) {
+	srv := redistest.Start(t)
+	rs, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	specs := []window.Spec{
+		{Size: 10 * time.Second, Buckets: 10},
+		{Size: 10 * time.Second, Buckets: 7}, // a width of 1,428,572 µs
+		{Size: 3 * time.Second, Kind: window.Fixed, Buckets: 1},
+	}
+	for i, sp := range specs {
+		t.Run(sp.String(), func(t *testing.T) {
+			differential(t, rs, sp, uint64(i+1), 4000)
+		})
+	}
+}
+
+// gwState is one gateway's pushes of one key: its epoch, the sequence
+// number of its first unacknowledged admit, and those admits.
+type gwState struct {
+	epoch  uint64
+	seq    uint64
+	stamps []int64
+	counts []int
+}
+
+func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint64, steps int) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	ms := memstore.New()
+	const gateways = 3
+	keys := []store.Key{
+		{Name: t.Name() + "/a", Limit: 20, Window: sp},
+		{Name: t.Name() + "/b", Limit: 50, Window: sp},
+	}
+	st := make([][]gwState, len(keys))
+	for k := range st {
+		st[k] = make([]gwState, gateways)
+		for g := range st[k] {
+			st[k][g] = gwState{epoch: 1, seq: 1}
+		}
+	}
+	now := storetest.T0
+	push := func(k, g int) store.Push {
+		s := &st[k][g]
+		return store.Push{Gateway: g, Admits: s.stamps, Counts: s.counts, Seq: s.seq, Epoch: s.epoch, WantOwn: true}
+	}
+	acked := func(k, g int) {
+		s := &st[k][g]
+		if rng.IntN(5) == 0 {
+			return // the answer was lost: the next push repeats these admits
+		}
+		s.seq += uint64(len(s.stamps))
+		s.stamps, s.counts = nil, nil
+	}
+	for step := range steps {
+		now += rng.Int64N(int64(700 * time.Millisecond))
+		k, g := rng.IntN(len(keys)), rng.IntN(gateways)
+		where := fmt.Sprintf("step %d (key %d, gateway %d, +%v)", step, k, g, time.Duration(now-storetest.T0))
+		switch op := rng.IntN(10); {
+		case op < 4: // local admits, pushed later
+			s := &st[k][g]
+			for range 1 + rng.IntN(3) {
+				s.stamps = append(s.stamps, now-rng.Int64N(int64(50*time.Millisecond))*int64(len(s.stamps)&1))
+				s.counts = append(s.counts, 1+rng.IntN(3))
+			}
+			slices.Sort(s.stamps)
+		case op == 4: // a restart: unsynced admits lost, a new epoch
+			st[k][g] = gwState{epoch: st[k][g].epoch + 1, seq: 1}
+		case op < 8: // a sync of every key by g
+			var horizon int64
+			if rng.IntN(2) == 0 {
+				horizon = int64(2 * time.Second)
+			}
+			ask := rng.IntN(4)
+			a, b := make([]store.SyncItem, len(keys)), make([]store.SyncItem, len(keys))
+			for i := range keys {
+				p := push(i, g)
+				p.Horizon, p.Ask = horizon, ask
+				a[i] = store.SyncItem{Key: keys[i], Push: p}
+				b[i] = store.SyncItem{Key: keys[i], Push: p}
+			}
+			if err := ms.Sync(ctx, now, a); err != nil {
+				t.Fatal(err)
+			}
+			if err := rs.Sync(ctx, now, b); err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			for i := range keys {
+				if want, got := norm(a[i].Pull), norm(b[i].Pull); want != got {
+					t.Fatalf("%s: sync of key %d: redis %s, memstore %s", where, i, got, want)
+				}
+				acked(i, g)
+			}
+		default: // a central check, perhaps carrying the push; or a grant
+			q := store.Query{Kind: store.QueryCentral, N: 1 + rng.IntN(3), Own: true}
+			if op == 9 {
+				q = store.Query{Kind: store.QueryGrant, N: 1 + rng.IntN(5)}
+			}
+			carried := len(st[k][g].stamps) > 0 && rng.IntN(2) == 0 && op == 8
+			if carried {
+				p := push(k, g)
+				q.Carry = &p
+			}
+			want, err := ms.Ask(ctx, now, keys[k], g, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := rs.Ask(ctx, now, keys[k], g, q)
+			if err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			if got != want {
+				t.Fatalf("%s: %+v answered %+v on redis, %+v on memstore", where, q, got, want)
+			}
+			if carried {
+				acked(k, g)
+			}
+		}
+	}
+}
+
+// norm prints a pull with its expiring admits as stamp*count.
+func norm(p store.Pull) string {
+	s := fmt.Sprintf("count %d own %d granted %d expiring", p.Count, p.Own, p.Granted)
+	for i, e := range p.Expiring {
+		s += fmt.Sprintf(" +%v*%d", time.Duration(e-storetest.T0), store.CountAt(p.ExpiringCounts, i))
+	}
+	return s
+}
