@@ -2,7 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -12,18 +14,25 @@ import (
 )
 
 // A key whose window counts in buckets (window.Spec.Buckets > 0) lives in
-// one Redis string, its record, so that a sync costs Redis one GET and one
-// SET whatever the limit and the requests' costs:
+// one Redis string, its record, so that a sync costs Redis one GET and a
+// few SETRANGEs of the bytes that changed, whatever the limit and the
+// requests' costs:
 //
-//	c    the record: a 32-byte header (lo, the oldest bucket still counted;
-//	     n, the requests counted; ot, the lease slots outstanding; renewed,
-//	     when its expiry was last pushed back, in ms; R, the ring's size;
-//	     G, the gateways it has entries for), a ring of R 4-byte counters
-//	     (bucket b at b mod R), then G 32-byte gateway entries (the epoch
-//	     of the gateway's state for the key as 20 decimal digits, the last
+//	c    the record: a 40-byte header (lo, the oldest bucket still
+//	     counted; n, the requests counted; ot, the lease slots
+//	     outstanding; renewed, when its expiry was last pushed back, in
+//	     ms; R, the ring's size; G, the gateways it has entries for; hi,
+//	     the newest bucket written), a ring of R 4-byte counters (bucket
+//	     b at b mod R), then G 32-byte gateway entries (the epoch of the
+//	     gateway's state for the key as 20 decimal digits, the last
 //	     sequence number applied, the lease slots it holds)
 //	o:gw the same header and ring, counting gateway gw's own admits, kept
 //	     only for a design that reads Pull.Own (Push.WantOwn, Query.Own)
+//
+// Only the counters of buckets lo..hi are meaningful; the ring's other
+// slots hold what earlier laps left there and are zeroed when hi moves
+// over them, in the same write as the new bucket's count. A bucket's count
+// leaves n when lo passes it, with no write to its slot.
 //
 // Buckets are numbered by floor(t / width) in microseconds, so the client
 // (which turns a bucket back into the stamp window.Spec gives it) and the
@@ -34,56 +43,59 @@ import (
 //
 // Records expire 2 ttl after their expiry was last pushed back, which is
 // done only when more than ttl has passed since: every write leaves at
-// least ttl, and most writes keep the expiry (SET KEEPTTL), which costs
-// Redis half as much as setting one.
+// least ttl, and most writes leave the expiry alone.
+//
+// What a sync costs Redis is mostly the calls a script makes (about 0.45 µs
+// each on the machine of docs/performance.md) and the strings it makes
+// (the GET of the record); the layout is shaped to make few of both.
 
 // counterLib holds the record helpers the counter scripts use.
 const counterLib = `
-local HDR = 32
+local HDR = 40
 local GW = 32
 local ZERO = string.rep('0', 20)
+local HFMT = '<diidiid'
 local function slotpos(r, b) return HDR + 1 + 4 * (b % r.R) end
 local function gwpos(r, gw) return HDR + 4 * r.R + 1 + GW * gw end
+local function fresh(r, b0, R)
+  r.lo, r.n, r.ot, r.renewed, r.G, r.hi, r.new = b0, 0, 0, 0, 0, b0 - 1, true
+  r.s = ''
+end
 -- load reads record key k (a new one when absent or of another ring size,
 -- whose count, if any, moves into bucket b0: counted longer, never less).
 local function load(k, R, b0)
   local s = redis.call('GET', k)
-  local r = {k = k, mods = {}, R = R, b0 = b0}
-  if s then
-    local lo, n, ot, renewed, rr, g = struct.unpack('<diidii', s)
-    r.s, r.lo, r.n, r.ot, r.renewed, r.G = s, lo, n, ot, renewed, g
-    if rr == R then return r end
-    r.G, r.ot, r.renewed = 0, 0, 0
-    r.s = struct.pack('<diidii', b0, 0, 0, 0, R, 0) .. string.rep('\0', 4 * R)
-    r.lo, r.n = b0, 0
-    if n > 0 then
-      r.mods[slotpos(r, b0)] = n
-      r.n = n
-    end
-    r.new = true
+  local r = {k = k, mods = {}, R = R}
+  if not s then
+    fresh(r, b0, R)
     return r
   end
-  r.s = struct.pack('<diidii', b0, 0, 0, 0, R, 0) .. string.rep('\0', 4 * R)
-  r.lo, r.n, r.ot, r.renewed, r.G, r.new = b0, 0, 0, 0, 0, true
+  local lo, n, ot, renewed, rr, g, hi = struct.unpack(HFMT, s)
+  r.s, r.lo, r.n, r.ot, r.renewed, r.G, r.hi = s, lo, n, ot, renewed, g, hi
+  if rr ~= R then
+    fresh(r, b0, R)
+    if n > 0 then
+      r.mods[slotpos(r, b0)] = n
+      r.n, r.hi = n, b0
+    end
+  end
   return r
 end
-local function getslot(r, p)
+local function getslot(r, b)
+  local p = slotpos(r, b)
   local v = r.mods[p]
   if v then return v end
+  if r.new then return 0 end
   return (struct.unpack('<i4', r.s, p))
 end
 -- advance forgets the buckets before b0.
 local function advance(r, b0)
   if b0 <= r.lo then return end
-  local last = math.min(b0 - 1, r.lo + r.R - 1)
-  for b = r.lo, last do
-    local p = slotpos(r, b)
-    local v = getslot(r, p)
-    if v ~= 0 then
-      r.n = r.n - v
-      r.mods[p] = 0
-    end
-  end
+  local last = b0 - 1
+  if r.hi < last then last = r.hi end
+  if r.lo + r.R - 1 < last then last = r.lo + r.R - 1 end
+  for b = r.lo, last do r.n = r.n - getslot(r, b) end
+  if b0 > r.hi then r.n = 0 end
   r.lo = b0
 end
 -- bump adds c requests to bucket b (never before lo; a bucket past the
@@ -91,8 +103,15 @@ end
 local function bump(r, b, c)
   if b < r.lo then return end
   if b >= r.lo + r.R then advance(r, b - r.R + 1) end
-  local p = slotpos(r, b)
-  r.mods[p] = getslot(r, p) + c
+  if b > r.hi then
+    local from = r.hi + 1
+    if from < b - r.R + 1 then from = b - r.R + 1 end
+    for z = from, b - 1 do r.mods[slotpos(r, z)] = 0 end
+    r.mods[slotpos(r, b)] = c
+    r.hi = b
+  else
+    r.mods[slotpos(r, b)] = getslot(r, b) + c
+  end
   r.n = r.n + c
 end
 -- gateway returns gw's entry: epoch, applied, out.
@@ -101,46 +120,41 @@ local function gateway(r, gw)
   local e, a, o = struct.unpack('<c20di4', r.s, gwpos(r, gw))
   return e, a, o
 end
-local function setgateway(r, gw, e, a, o)
-  r.gw = {gw, e, a, o}
-end
--- save writes the record back with its changes: SET KEEPTTL, or SET PX
--- 2 ttl when the expiry was last pushed back more than ttl ago.
-local function save(r, nowms, ttl)
+-- save writes what changed: the header, the ring's changed slots in runs,
+-- gateway entry gw (e, a, o) when given; SET when the record is new, and
+-- PEXPIRE 2 ttl when its expiry was last pushed back more than ttl ago.
+local function save(r, nowms, ttl, gw, e, a, o)
   local renew = r.new or nowms - r.renewed > ttl
   if renew then r.renewed = nowms end
   local G = r.G
-  if r.gw and r.gw[1] >= G then G = r.gw[1] + 1 end
-  local parts = {struct.pack('<diidii', r.lo, r.n, r.ot, r.renewed, r.R, G)}
+  if gw and gw >= G then G = gw + 1 end
+  local hdr = struct.pack(HFMT, r.lo, r.n, r.ot, r.renewed, r.R, G, r.hi)
+  if r.new then
+    local ring = {}
+    for i = 0, r.R - 1 do ring[i + 1] = struct.pack('<i4', r.mods[HDR + 1 + 4 * i] or 0) end
+    local v = hdr .. table.concat(ring)
+    if gw then v = v .. string.rep('\0', GW * gw) .. struct.pack('<c20di4', e, a, o) end
+    redis.call('SET', r.k, v, 'PX', 2 * ttl)
+    return
+  end
+  redis.call('SETRANGE', r.k, 0, hdr)
   local ps = {}
   for p in pairs(r.mods) do ps[#ps + 1] = p end
-  table.sort(ps)
-  local at = HDR + 1
-  for _, p in ipairs(ps) do
-    if p > at then parts[#parts + 1] = string.sub(r.s, at, p - 1) end
-    parts[#parts + 1] = struct.pack('<i4', r.mods[p])
-    at = p + 4
+  if #ps > 1 then table.sort(ps) end
+  local i = 1
+  while i <= #ps do
+    local j = i
+    while j < #ps and ps[j + 1] == ps[j] + 4 do j = j + 1 end
+    local vs = {}
+    for q = i, j do vs[#vs + 1] = r.mods[ps[q]] end
+    local v
+    if #vs == 1 then v = struct.pack('<i4', vs[1]) else v = struct.pack('<' .. string.rep('i4', #vs), unpack(vs)) end
+    redis.call('SETRANGE', r.k, ps[i] - 1, v)
+    i = j + 1
   end
-  local ring = HDR + 4 * r.R
-  if at <= ring then parts[#parts + 1] = string.sub(r.s, at, ring) end
-  at = ring + 1
-  if r.gw then
-    local gp = gwpos(r, r.gw[1])
-    if gp > at then parts[#parts + 1] = string.sub(r.s, at, gp - 1) end
-    for _ = r.G, r.gw[1] - 1 do parts[#parts + 1] = struct.pack('<c20di4', ZERO, 0, 0) end
-    parts[#parts + 1] = struct.pack('<c20di4', r.gw[2], r.gw[3], r.gw[4])
-    at = gp + GW
-  end
-  if at <= #r.s then parts[#parts + 1] = string.sub(r.s, at) end
-  local v = table.concat(parts)
-  if renew then
-    redis.call('SET', r.k, v, 'PX', 2 * ttl)
-  else
-    redis.call('SET', r.k, v, 'KEEPTTL')
-  end
+  if gw then redis.call('SETRANGE', r.k, gwpos(r, gw) - 1, struct.pack('<c20di4', e, a, o)) end
+  if renew then redis.call('PEXPIRE', r.k, 2 * ttl) end
 end
--- newer reports whether epoch a (20 digits) is after epoch b.
-local function newer(a, b) return a > b end
 local function expired(deadline)
   deadline = tonumber(deadline)
   if deadline == 0 then return false end
@@ -149,22 +163,23 @@ local function expired(deadline)
 end
 `
 
-// counterSyncScript syncs any number of counter keys (of one slot, on a
-// Cluster). KEYS are c1, o1, c2, o2, ... (o: the pushing gateway's own
-// record); ARGV holds, for each key in turn: b0 (the oldest bucket that
-// counts), R, limit, ttl (ms), now (ms), bnow (now's bucket), gw, seq,
-// epoch (20 digits), ask, until (buckets before it that count are
-// returned; "": none), want own (0 or 1), m, then m groups of bucket,
-// admits, count each. It returns, for each key: count, own, granted, e,
-// then e pairs of bucket and count.
+// counterSyncScript syncs any number of counted keys of one window, one
+// gateway and one kind of push (of one slot, on a Cluster). KEYS are c1,
+// o1, c2, o2, ... (o: the pushing gateway's own record). ARGV[1..7] hold
+// what the keys share: b0 (the oldest bucket that counts), R, ttl (ms), now
+// (ms), until (buckets before it that count are returned; "": none), gw,
+// want own (0 or 1); then one argument a key, packed little-endian so that
+// one struct.unpack reads it: limit (i4), seq (d), epoch (20 digits), ask
+// (i4), m (i4), then m groups of bucket (d), admits (i4) and count each
+// (i4). It returns, for each key: count, own, granted, e, then e pairs of
+// bucket and count.
 var counterSyncScript = redis.NewScript(counterLib + `
+local b0, R, ttl, nowms = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local untl, gw, wantOwn = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == '1'
 local res = {}
-local p = 0
 for k = 1, #KEYS, 2 do
-  local b0, R, limit, ttl = tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2]), tonumber(ARGV[p + 3]), tonumber(ARGV[p + 4])
-  local nowms, bnow, gw, seq = tonumber(ARGV[p + 5]), tonumber(ARGV[p + 6]), tonumber(ARGV[p + 7]), tonumber(ARGV[p + 8])
-  local epoch, ask, untl, wantOwn = ARGV[p + 9], tonumber(ARGV[p + 10]), tonumber(ARGV[p + 11]), ARGV[p + 12] == '1'
-  local m = tonumber(ARGV[p + 13])
+  local a = ARGV[7 + (k + 1) / 2]
+  local limit, seq, epoch, ask, m, at = struct.unpack('<idc20ii', a)
   local r = load(KEYS[k], R, b0)
   advance(r, b0)
   local own
@@ -175,20 +190,24 @@ for k = 1, #KEYS, 2 do
   local e, applied, out = gateway(r, gw)
   local skip = 0
   if seq > 0 and m > 0 then
-    local total = 0
-    for i = 1, m do total = total + tonumber(ARGV[p + 12 + 3 * i]) end
+    local total, q = 0, at
+    for _ = 1, m do
+      local _, n, _, nq = struct.unpack('<dii', a, q)
+      total, q = total + n, nq
+    end
     if epoch < e then
       skip = total
     else
-      if newer(epoch, e) then e, applied = epoch, 0 end
+      if epoch > e then e, applied = epoch, 0 end
       if applied >= seq then skip = applied - seq + 1 end
       applied = math.max(applied, seq + total - 1)
     end
   end
-  for i = 1, m do
-    local b, a, c = tonumber(ARGV[p + 11 + 3 * i]), tonumber(ARGV[p + 12 + 3 * i]), tonumber(ARGV[p + 13 + 3 * i])
-    local take = a - math.min(skip, a)
-    skip = skip - (a - take)
+  for _ = 1, m do
+    local b, n, c, nq = struct.unpack('<dii', a, at)
+    at = nq
+    local take = n - math.min(skip, n)
+    skip = skip - (n - take)
     if take > 0 then
       bump(r, b, take * c)
       if own then bump(own, b, take * c) end
@@ -200,25 +219,29 @@ for k = 1, #KEYS, 2 do
     granted = math.max(math.min(ask, limit - r.n - r.ot), 0)
     r.ot = r.ot + granted
   end
-  setgateway(r, gw, e, applied, granted)
   res[#res + 1] = r.n
   if own then res[#res + 1] = own.n else res[#res + 1] = 0 end
   res[#res + 1] = granted
-  local at = #res + 1
-  res[at] = 0
+  local ne = #res + 1
+  res[ne] = 0
   if untl then
-    for b = r.lo, math.min(untl - 1, r.lo + R - 1) do
-      local v = getslot(r, slotpos(r, b))
+    local last = untl - 1
+    if r.hi < last then last = r.hi end
+    for b = r.lo, last do
+      local v = getslot(r, b)
       if v ~= 0 then
-        res[at] = res[at] + 1
+        res[ne] = res[ne] + 1
         res[#res + 1] = b
         res[#res + 1] = v
       end
     end
   end
-  save(r, nowms, ttl)
+  if seq > 0 and m > 0 or out ~= 0 or granted ~= 0 then
+    save(r, nowms, ttl, gw, e, applied, granted)
+  else
+    save(r, nowms, ttl)
+  end
   if own then save(own, nowms, ttl) end
-  p = p + 13 + 3 * m
 end
 return res
 `)
@@ -258,8 +281,7 @@ local g = math.max(math.min(n, limit - r.n - r.ot), 0)
 if g > 0 then
   local e, applied, out = gateway(r, gw)
   r.ot = r.ot + g
-  setgateway(r, gw, e, applied, out + g)
-  save(r, nowms, ttl)
+  save(r, nowms, ttl, gw, e, applied, out + g)
 end
 return g
 `)
@@ -286,14 +308,10 @@ func counterHead(now int64, k store.Key, horizon int64) []any {
 	return []any{sp.FirstBucket(sp.Lo(now)), ring(sp), k.Limit, ttl, floorDiv(now, 1e6), sp.Bucket(now)}
 }
 
-// epochArg is an epoch as 20 decimal digits, which Lua compares as strings
-// in the order of the numbers.
-func epochArg(e uint64) string { return fmt.Sprintf("%020d", e) }
-
-// counterSyncArgs appends the counter sync script's arguments for one key's
-// push to args: its admits as runs of one bucket and one count.
-func counterSyncArgs(args []any, now int64, k store.Key, pu store.Push) []any {
-	sp := k.Window
+// counterShared is the counter sync script's arguments that every key of
+// one call shares (see counterSyncScript).
+func counterShared(now int64, sp window.Spec, pu store.Push) []any {
+	ttl := (int64(sp.Size)+pu.Horizon)/1e6 + 1000
 	until := any("")
 	if pu.Horizon > 0 {
 		until = sp.FirstBucket(sp.Lo(now + pu.Horizon))
@@ -302,23 +320,36 @@ func counterSyncArgs(args []any, now int64, k store.Key, pu store.Push) []any {
 	if pu.WantOwn {
 		wantOwn = 1
 	}
-	args = append(args, counterHead(now, k, pu.Horizon)...)
-	args = append(args, pu.Gateway, pu.Seq, epochArg(pu.Epoch), pu.Ask, until, wantOwn)
-	at := len(args)
-	args = append(args, 0)
+	return []any{sp.FirstBucket(sp.Lo(now)), ring(sp), ttl, floorDiv(now, 1e6), until, pu.Gateway, wantOwn}
+}
+
+// counterKeyArg packs one key's part of a counter sync: its limit, the
+// push's numbering and ask, and its admits as runs of one bucket and one
+// count.
+func counterKeyArg(k store.Key, pu store.Push) string {
+	b := make([]byte, 0, 40+16*len(pu.Admits))
+	b = binary.LittleEndian.AppendUint32(b, uint32(int32(k.Limit)))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(pu.Seq)))
+	b = fmt.Appendf(b, "%020d", pu.Epoch)
+	b = binary.LittleEndian.AppendUint32(b, uint32(int32(pu.Ask)))
+	at := len(b)
+	b = append(b, 0, 0, 0, 0)
 	groups := 0
+	sp := k.Window
 	for i := 0; i < len(pu.Admits); {
-		b, c := sp.Bucket(pu.Admits[i]), store.CountAt(pu.Counts, i)
+		bk, c := sp.Bucket(pu.Admits[i]), store.CountAt(pu.Counts, i)
 		j := i + 1
-		for j < len(pu.Admits) && sp.Bucket(pu.Admits[j]) == b && store.CountAt(pu.Counts, j) == c {
+		for j < len(pu.Admits) && sp.Bucket(pu.Admits[j]) == bk && store.CountAt(pu.Counts, j) == c {
 			j++
 		}
-		args = append(args, b, j-i, c)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(bk)))
+		b = binary.LittleEndian.AppendUint32(b, uint32(int32(j-i)))
+		b = binary.LittleEndian.AppendUint32(b, uint32(int32(c)))
 		groups++
 		i = j
 	}
-	args[at] = groups
-	return args
+	binary.LittleEndian.PutUint32(b[at:], uint32(int32(groups)))
+	return string(b)
 }
 
 // counterPull reads one key's answer of the counter sync script (count,
@@ -367,7 +398,8 @@ func (s *Store) askCounted(ctx context.Context, now int64, k store.Key, gw int, 
 	if q.Carry != nil && len(q.Carry.Admits) > 0 {
 		pu := *q.Carry
 		pu.Ask, pu.Horizon = 0, 0
-		c = s.carried(ctx, keys, counterSyncScript, counterSyncArgs(nil, now, k, pu), sc, args)
+		push := append(counterShared(now, k.Window, pu), counterKeyArg(k, pu))
+		c = s.carried(ctx, keys, counterSyncScript, push, sc, args)
 	} else {
 		c = sc.Run(ctx, s.rdb, keys, args...)
 	}

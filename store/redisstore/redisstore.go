@@ -236,12 +236,15 @@ func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem)
 			keys := make([]string, 0, 2*len(idx))
 			var args []any
 			sc := syncScript
+			if first := &items[idx[0]]; first.Key.Window.Counters() {
+				sc = counterSyncScript
+				args = counterShared(now, first.Key.Window, first.Push)
+			}
 			for _, i := range idx {
 				it := &items[i]
 				if it.Key.Window.Counters() {
-					sc = counterSyncScript
 					keys = append(keys, s.counterKeys(it.Key.Name, it.Push.Gateway)...)
-					args = counterSyncArgs(args, now, it.Key, it.Push)
+					args = append(args, counterKeyArg(it.Key, it.Push))
 					continue
 				}
 				keys = append(keys, s.Keys(it.Key.Name)...)
@@ -317,12 +320,17 @@ func pullOf(vals []int64) store.Pull {
 }
 
 // groups splits items into script calls of at most scriptBatch keys, the
-// exact logs apart from the counted keys (each has its own script); on a
-// Cluster a call's keys must share a slot, so items are grouped by slot.
+// exact logs apart from the counted keys (each has its own script, whose
+// keys share a window, a gateway and a kind of push); on a Cluster a call's
+// keys must share a slot, so items are grouped by slot.
 func (s *Store) groups(items []store.SyncItem) [][]int {
+	// counted keys share a call when they share its first arguments
 	type kind struct {
-		slot     uint16
-		counters bool
+		slot    uint16
+		spec    window.Spec
+		gw      int
+		horizon int64
+		wantOwn bool
 	}
 	var groups [][]int
 	_, cluster := s.rdb.(*redis.ClusterClient)
@@ -332,7 +340,10 @@ func (s *Store) groups(items []store.SyncItem) [][]int {
 		if cluster {
 			sl = slot(s.Keys(items[i].Key.Name)[0])
 		}
-		kd := kind{sl, items[i].Key.Window.Counters()}
+		kd := kind{slot: sl}
+		if it := &items[i]; it.Key.Window.Counters() {
+			kd = kind{sl, it.Key.Window, it.Push.Gateway, it.Push.Horizon, it.Push.WantOwn}
+		}
 		g, ok := open[kd]
 		if !ok || len(groups[g]) == scriptBatch {
 			g = len(groups)
