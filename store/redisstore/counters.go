@@ -14,25 +14,28 @@ import (
 )
 
 // A key whose window counts in buckets (window.Spec.Buckets > 0) lives in
-// one Redis string, its record, so that a sync costs Redis one GET and a
-// few SETRANGEs of the bytes that changed, whatever the limit and the
+// one Redis string, its record, so that a sync costs Redis one GET and two
+// SETRANGEs of the bytes that changed, whatever the limit and the
 // requests' costs:
 //
-//	c    the record: a 40-byte header (lo, the oldest bucket still
-//	     counted; n, the requests counted; ot, the lease slots
+//	c    the record: G, the gateways it has entries for (4 bytes); G
+//	     32-byte gateway entries (the epoch of the gateway's state for the
+//	     key as 20 decimal digits, the last sequence number applied, the
+//	     lease slots it holds); a 40-byte header (lo, the oldest bucket
+//	     still counted; n, the requests counted; ot, the lease slots
 //	     outstanding; renewed, when its expiry was last pushed back, in
-//	     ms; R, the ring's size; G, the gateways it has entries for; hi,
-//	     the newest bucket written), a ring of R 4-byte counters (bucket
-//	     b at b mod R), then G 32-byte gateway entries (the epoch of the
-//	     gateway's state for the key as 20 decimal digits, the last
-//	     sequence number applied, the lease slots it holds)
-//	o:gw the same header and ring, counting gateway gw's own admits, kept
-//	     only for a design that reads Pull.Own (Push.WantOwn, Query.Own)
+//	     ms; R, the ring's size; hi, the newest bucket written); then a
+//	     ring of R 4-byte counters, bucket b at b mod R
+//	o:gw the same with no gateway entries, counting gateway gw's own
+//	     admits, kept only for a design that reads Pull.Own
+//	     (Push.WantOwn, Query.Own)
 //
-// Only the counters of buckets lo..hi are meaningful; the ring's other
-// slots hold what earlier laps left there and are zeroed when hi moves
-// over them, in the same write as the new bucket's count. A bucket's count
-// leaves n when lo passes it, with no write to its slot.
+// A sync writes two runs of bytes: the pushing gateway's entry (when it
+// changed) through the header, and the ring's changed counters. Only the
+// counters of buckets lo..hi mean anything; the others hold what earlier
+// laps left and are zeroed when hi moves over them, in the same run as the
+// new bucket's count. A bucket's count leaves n when lo passes it, with no
+// write to its counter.
 //
 // Buckets are numbered by floor(t / width) in microseconds, so the client
 // (which turns a bucket back into the stamp window.Spec gives it) and the
@@ -45,58 +48,69 @@ import (
 // done only when more than ttl has passed since: every write leaves at
 // least ttl, and most writes leave the expiry alone.
 //
-// What a sync costs Redis is mostly the calls a script makes (about 0.45 µs
-// each on the machine of docs/performance.md) and the strings it makes
-// (the GET of the record); the layout is shaped to make few of both.
+// What a sync costs Redis is mostly the calls a script makes (about 0.5 µs
+// each on the machine of docs/performance.md, the GET of the record about
+// 1 µs) and the strings and tables it makes; the layout and the code are
+// shaped to make few of both.
 
 // counterLib holds the record helpers the counter scripts use.
 const counterLib = `
-local HDR = 40
-local GW = 32
+local sunpack, pack, call, sub = struct.unpack, struct.pack, redis.call, string.sub
+local HDR, GW = 40, 32
 local ZERO = string.rep('0', 20)
-local HFMT = '<diidiid'
-local function slotpos(r, b) return HDR + 1 + 4 * (b % r.R) end
-local function gwpos(r, gw) return HDR + 4 * r.R + 1 + GW * gw end
-local function fresh(r, b0, R)
-  r.lo, r.n, r.ot, r.renewed, r.G, r.hi, r.new = b0, 0, 0, 0, 0, b0 - 1, true
-  r.s = ''
+local HFMT, EFMT = '<diidiid', '<c20di4'
+local fmts = {}
+local function ints(n)
+  local f = fmts[n]
+  if not f then
+    f = '<' .. string.rep('i4', n)
+    fmts[n] = f
+  end
+  return f
 end
 -- load reads record key k (a new one when absent or of another ring size,
 -- whose count, if any, moves into bucket b0: counted longer, never less).
 local function load(k, R, b0)
-  local s = redis.call('GET', k)
-  local r = {k = k, mods = {}, R = R}
+  local s = call('GET', k)
+  local r = {k = k, R = R, mods = {}, nmods = 0, G = 0, h = 5, lo = b0, n = 0, ot = 0, renewed = 0, hi = b0 - 1, s = ''}
   if not s then
-    fresh(r, b0, R)
+    r.new = true
     return r
   end
-  local lo, n, ot, renewed, rr, g, hi = struct.unpack(HFMT, s)
-  r.s, r.lo, r.n, r.ot, r.renewed, r.G, r.hi = s, lo, n, ot, renewed, g, hi
+  local g = sunpack('<i4', s)
+  local h = 5 + GW * g
+  local lo, n, ot, renewed, rr, _, hi = sunpack(HFMT, s, h)
   if rr ~= R then
-    fresh(r, b0, R)
-    if n > 0 then
-      r.mods[slotpos(r, b0)] = n
-      r.n, r.hi = n, b0
-    end
+    r.new = true
+    if n > 0 then r.mods[b0 % R], r.nmods, r.n, r.hi = n, 1, n, b0 end
+    return r
   end
+  r.s, r.G, r.h, r.lo, r.n, r.ot, r.renewed, r.hi = s, g, h, lo, n, ot, renewed, hi
   return r
 end
+-- getslot is bucket b's count (b in lo..hi, or past hi: 0).
 local function getslot(r, b)
-  local p = slotpos(r, b)
-  local v = r.mods[p]
+  if b > r.hi then return 0 end
+  local i = b % r.R
+  local v = r.mods[i]
   if v then return v end
   if r.new then return 0 end
-  return (struct.unpack('<i4', r.s, p))
+  return (sunpack('<i4', r.s, r.h + HDR + 4 * i))
 end
 -- advance forgets the buckets before b0.
 local function advance(r, b0)
   if b0 <= r.lo then return end
-  local last = b0 - 1
-  if r.hi < last then last = r.hi end
-  if r.lo + r.R - 1 < last then last = r.lo + r.R - 1 end
-  for b = r.lo, last do r.n = r.n - getslot(r, b) end
-  if b0 > r.hi then r.n = 0 end
+  if b0 > r.hi then
+    r.n = 0
+  else
+    for b = r.lo, b0 - 1 do r.n = r.n - getslot(r, b) end
+  end
   r.lo = b0
+end
+local function setslot(r, b, v)
+  local i = b % r.R
+  if not r.mods[i] then r.nmods = r.nmods + 1 end
+  r.mods[i] = v
 end
 -- bump adds c requests to bucket b (never before lo; a bucket past the
 -- ring moves the ring on, as a later time would).
@@ -106,66 +120,96 @@ local function bump(r, b, c)
   if b > r.hi then
     local from = r.hi + 1
     if from < b - r.R + 1 then from = b - r.R + 1 end
-    for z = from, b - 1 do r.mods[slotpos(r, z)] = 0 end
-    r.mods[slotpos(r, b)] = c
+    for z = from, b - 1 do setslot(r, z, 0) end
+    setslot(r, b, c)
     r.hi = b
   else
-    r.mods[slotpos(r, b)] = getslot(r, b) + c
+    setslot(r, b, getslot(r, b) + c)
   end
   r.n = r.n + c
 end
 -- gateway returns gw's entry: epoch, applied, out.
 local function gateway(r, gw)
   if gw >= r.G then return ZERO, 0, 0 end
-  local e, a, o = struct.unpack('<c20di4', r.s, gwpos(r, gw))
-  return e, a, o
+  return sunpack(EFMT, r.s, 5 + GW * gw)
 end
--- save writes what changed: the header, the ring's changed slots in runs,
--- gateway entry gw (e, a, o) when given; SET when the record is new, and
--- PEXPIRE 2 ttl when its expiry was last pushed back more than ttl ago.
+-- whole is the record as a string, with gw's entry (e, a, o) when given.
+local function whole(r, G, hdr, gw, e, a, o)
+  local parts = {pack('<i4', G)}
+  if r.G > 0 then parts[2] = sub(r.s, 5, r.h - 1) end
+  for i = r.G, G - 1 do parts[#parts + 1] = pack(EFMT, ZERO, 0, 0) end
+  parts[#parts + 1] = hdr
+  local vs = {}
+  for i = 0, r.R - 1 do
+    local v = r.mods[i]
+    if not v then
+      if r.new then v = 0 else v = sunpack('<i4', r.s, r.h + HDR + 4 * i) end
+    end
+    vs[i + 1] = v
+  end
+  parts[#parts + 1] = pack(ints(r.R), unpack(vs))
+  local s = table.concat(parts)
+  if gw then s = sub(s, 1, 4 + GW * gw) .. pack(EFMT, e, a, o) .. sub(s, 5 + GW * (gw + 1)) end
+  return s
+end
+-- rings writes the changed counters, a SETRANGE a run of adjacent ones.
+local function rings(r)
+  local base = r.h + HDR - 1
+  if r.nmods == 1 then
+    local i, v = next(r.mods)
+    call('SETRANGE', r.k, base + 4 * i, pack('<i4', v))
+    return
+  end
+  local ps = {}
+  for i in pairs(r.mods) do ps[#ps + 1] = i end
+  table.sort(ps)
+  local j = 1
+  while j <= #ps do
+    local q = j
+    while q < #ps and ps[q + 1] == ps[q] + 1 do q = q + 1 end
+    local vs = {}
+    for x = j, q do vs[#vs + 1] = r.mods[ps[x]] end
+    call('SETRANGE', r.k, base + 4 * ps[j], pack(ints(#vs), unpack(vs)))
+    j = q + 1
+  end
+end
+-- save writes what changed: gateway gw's entry (e, a, o) when given
+-- through the header, and the changed counters; the whole record (SET)
+-- when it is new or gains a gateway. It pushes the expiry back to 2 ttl
+-- when that was last done more than ttl ago.
 local function save(r, nowms, ttl, gw, e, a, o)
   local renew = r.new or nowms - r.renewed > ttl
   if renew then r.renewed = nowms end
   local G = r.G
   if gw and gw >= G then G = gw + 1 end
-  local hdr = struct.pack(HFMT, r.lo, r.n, r.ot, r.renewed, r.R, G, r.hi)
-  if r.new then
-    local ring = {}
-    for i = 0, r.R - 1 do ring[i + 1] = struct.pack('<i4', r.mods[HDR + 1 + 4 * i] or 0) end
-    local v = hdr .. table.concat(ring)
-    if gw then v = v .. string.rep('\0', GW * gw) .. struct.pack('<c20di4', e, a, o) end
-    redis.call('SET', r.k, v, 'PX', 2 * ttl)
+  local hdr = pack(HFMT, r.lo, r.n, r.ot, r.renewed, r.R, 0, r.hi)
+  if r.new or G ~= r.G then
+    call('SET', r.k, whole(r, G, hdr, gw, e, a, o), 'PX', 2 * ttl)
     return
   end
-  redis.call('SETRANGE', r.k, 0, hdr)
-  local ps = {}
-  for p in pairs(r.mods) do ps[#ps + 1] = p end
-  if #ps > 1 then table.sort(ps) end
-  local i = 1
-  while i <= #ps do
-    local j = i
-    while j < #ps and ps[j + 1] == ps[j] + 4 do j = j + 1 end
-    local vs = {}
-    for q = i, j do vs[#vs + 1] = r.mods[ps[q]] end
-    local v
-    if #vs == 1 then v = struct.pack('<i4', vs[1]) else v = struct.pack('<' .. string.rep('i4', #vs), unpack(vs)) end
-    redis.call('SETRANGE', r.k, ps[i] - 1, v)
-    i = j + 1
+  if gw then
+    local ep = 5 + GW * gw
+    local mid = ''
+    if gw < G - 1 then mid = sub(r.s, ep + GW, r.h - 1) end
+    call('SETRANGE', r.k, ep - 1, pack(EFMT, e, a, o) .. mid .. hdr)
+  else
+    call('SETRANGE', r.k, r.h - 1, hdr)
   end
-  if gw then redis.call('SETRANGE', r.k, gwpos(r, gw) - 1, struct.pack('<c20di4', e, a, o)) end
-  if renew then redis.call('PEXPIRE', r.k, 2 * ttl) end
+  if r.nmods > 0 then rings(r) end
+  if renew then call('PEXPIRE', r.k, 2 * ttl) end
 end
 local function expired(deadline)
   deadline = tonumber(deadline)
   if deadline == 0 then return false end
-  local t = redis.call('TIME')
+  local t = call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2]) > deadline
 end
 `
 
 // counterSyncScript syncs any number of counted keys of one window, one
-// gateway and one kind of push (of one slot, on a Cluster). KEYS are c1,
-// o1, c2, o2, ... (o: the pushing gateway's own record). ARGV[1..7] hold
+// gateway and one kind of push (of one slot, on a Cluster). KEYS are each
+// key's record, each followed by the pushing gateway's own record when it
+// wants its own count (or when the caller passes it anyway). ARGV[1..7] hold
 // what the keys share: b0 (the oldest bucket that counts), R, ttl (ms), now
 // (ms), until (buckets before it that count are returned; "": none), gw,
 // want own (0 or 1); then one argument a key, packed little-endian so that
@@ -177,9 +221,12 @@ var counterSyncScript = redis.NewScript(counterLib + `
 local b0, R, ttl, nowms = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local untl, gw, wantOwn = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == '1'
 local res = {}
-for k = 1, #KEYS, 2 do
-  local a = ARGV[7 + (k + 1) / 2]
-  local limit, seq, epoch, ask, m, at = struct.unpack('<idc20ii', a)
+local nres = 0
+local stride = #KEYS / (#ARGV - 7)
+for i = 1, #ARGV - 7 do
+  local k = 1 + (i - 1) * stride
+  local a = ARGV[7 + i]
+  local limit, seq, epoch, ask, m, at = sunpack('<idc20ii', a)
   local r = load(KEYS[k], R, b0)
   advance(r, b0)
   local own
@@ -192,7 +239,7 @@ for k = 1, #KEYS, 2 do
   if seq > 0 and m > 0 then
     local total, q = 0, at
     for _ = 1, m do
-      local _, n, _, nq = struct.unpack('<dii', a, q)
+      local _, n, _, nq = sunpack('<dii', a, q)
       total, q = total + n, nq
     end
     if epoch < e then
@@ -200,13 +247,14 @@ for k = 1, #KEYS, 2 do
     else
       if epoch > e then e, applied = epoch, 0 end
       if applied >= seq then skip = applied - seq + 1 end
-      applied = math.max(applied, seq + total - 1)
+      if seq + total - 1 > applied then applied = seq + total - 1 end
     end
   end
   for _ = 1, m do
-    local b, n, c, nq = struct.unpack('<dii', a, at)
+    local b, n, c, nq = sunpack('<dii', a, at)
     at = nq
-    local take = n - math.min(skip, n)
+    local take = n - skip
+    if take < 0 then take = 0 end
     skip = skip - (n - take)
     if take > 0 then
       bump(r, b, take * c)
@@ -216,14 +264,16 @@ for k = 1, #KEYS, 2 do
   r.ot = r.ot - out
   local granted = 0
   if ask > 0 then
-    granted = math.max(math.min(ask, limit - r.n - r.ot), 0)
+    granted = limit - r.n - r.ot
+    if ask < granted then granted = ask end
+    if granted < 0 then granted = 0 end
     r.ot = r.ot + granted
   end
-  res[#res + 1] = r.n
-  if own then res[#res + 1] = own.n else res[#res + 1] = 0 end
-  res[#res + 1] = granted
-  local ne = #res + 1
-  res[ne] = 0
+  local ownN = 0
+  if own then ownN = own.n end
+  res[nres + 1], res[nres + 2], res[nres + 3], res[nres + 4] = r.n, ownN, granted, 0
+  local ne = nres + 4
+  nres = ne
   if untl then
     local last = untl - 1
     if r.hi < last then last = r.hi end
@@ -231,8 +281,8 @@ for k = 1, #KEYS, 2 do
       local v = getslot(r, b)
       if v ~= 0 then
         res[ne] = res[ne] + 1
-        res[#res + 1] = b
-        res[#res + 1] = v
+        res[nres + 1], res[nres + 2] = b, v
+        nres = nres + 2
       end
     end
   end

@@ -243,7 +243,11 @@ func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem)
 			for _, i := range idx {
 				it := &items[i]
 				if it.Key.Window.Counters() {
-					keys = append(keys, s.counterKeys(it.Key.Name, it.Push.Gateway)...)
+					ks := s.counterKeys(it.Key.Name, it.Push.Gateway)
+					if !it.Push.WantOwn {
+						ks = ks[:1]
+					}
+					keys = append(keys, ks...)
 					args = append(args, counterKeyArg(it.Key, it.Push))
 					continue
 				}
