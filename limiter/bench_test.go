@@ -2,6 +2,8 @@ package limiter
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -123,4 +125,72 @@ func BenchmarkSyncRedis10k(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/sync")
+}
+
+// BenchmarkKeyMemory: the heap a held key costs, its window full (L
+// requests spread over the last W, synced every Δ of a manual clock, on
+// the embedded store, which the heap includes), for the exact log and a
+// window of 60 counters; B/key is the heap after less the heap before,
+// over the keys.
+func BenchmarkKeyMemory(b *testing.B) {
+	for _, name := range []string{"shared-counter", "central-log", "headroom"} {
+		for _, limit := range []int{100, 10000} {
+			for _, buckets := range []int{0, 60} {
+				b.Run(fmt.Sprintf("%s/limit=%d/buckets=%d", name, limit, buckets), func(b *testing.B) {
+					keys := 1_000_000 / limit
+					var per float64
+					for b.Loop() {
+						per = keyMemory(b, name, limit, buckets, keys)
+					}
+					b.ReportMetric(per, "B/key")
+				})
+			}
+		}
+	}
+}
+
+func keyMemory(b *testing.B, name string, limit, buckets, keys int) float64 {
+	const win, delta = time.Minute, time.Second
+	var now atomic.Int64
+	now.Store(1_790_000_000_000_000_000)
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	l, err := New(Config{Design: name, Limit: limit, Window: win, WindowBuckets: buckets, Sync: time.Hour, MaxKeys: keys,
+		Now: now.Load, Logger: quietLog})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	names := make([]string, keys)
+	for k := range names {
+		names[k] = "k" + strconv.Itoa(k)
+	}
+	step := int64(win) / int64(limit)
+	next := now.Load() + int64(delta)
+	for i := range limit {
+		for _, k := range names {
+			if d := l.Allow(ctx, k); !d.Allowed {
+				b.Fatalf("%s: request %d of key %s rejected under its limit", name, i, k)
+			}
+		}
+		if now.Add(step) >= next {
+			if err := l.SyncNow(ctx); err != nil {
+				b.Fatal(err)
+			}
+			next += int64(delta)
+		}
+	}
+	if err := l.SyncNow(ctx); err != nil {
+		b.Fatal(err)
+	}
+	after := heap()
+	per := (float64(after) - float64(before)) / float64(keys)
+	runtime.KeepAlive(l)
+	l.Close()
+	return per
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/store"
-	"github.com/fleetlimit/fleetlimit/window"
 )
 
 // entry is one key's state at this gateway.
@@ -31,7 +30,7 @@ type entry struct {
 // newEntry builds key's entry under a limit that Limit.validate accepted,
 // with an epoch of its own.
 func (l *Limiter) newEntry(key string, lim Limit) *entry {
-	spec := window.Spec{Size: lim.Window, Kind: l.cfg.WindowKind}
+	spec := l.specOf(lim)
 	dc := l.designConfig(lim.Requests, spec)
 	dc.Epoch = nextEpoch()
 	return &entry{key: store.Key{Name: key, Limit: lim.Requests, Window: spec}, gw: l.info.New(dc)}
@@ -55,7 +54,7 @@ func nextEpoch() uint64 {
 
 // matches reports whether e holds key under lim.
 func (e *entry) matches(lim Limit) bool {
-	return e.key.Limit == lim.Requests && e.key.Window.Size == lim.Window
+	return e.key.Limit == lim.Requests && e.key.Window.Size == lim.Window && e.key.Window.Buckets == lim.Buckets
 }
 
 // get returns key's entry, creating it (or renewing it when its limit

@@ -35,6 +35,12 @@ type Config struct {
 	Limit      int           // L, requests per window per key; default 100
 	Window     time.Duration // W; default 1 minute
 	WindowKind window.Kind   // sliding (default) or fixed
+	// WindowBuckets, when > 0, counts each window of Allow and AllowN in
+	// that many counters instead of the exact log of admits
+	// (window.Spec.Buckets): memory per key independent of the limit and
+	// of the requests' costs, at the price of counting an admit up to one
+	// bucket longer. A fixed window takes 0 or 1.
+	WindowBuckets int
 	Sync       time.Duration // Δ, the sync interval; default 1 s
 	Gateways   int           // K, the gateways in the fleet; default 1
 	Gateway    int           // this gateway's index in [0, K), unique in the fleet
@@ -88,6 +94,9 @@ type Config struct {
 type Limit struct {
 	Requests int           // L, at least 1
 	Window   time.Duration // W, positive
+	// Buckets, when > 0, counts the window in that many counters instead
+	// of the exact log (see Config.WindowBuckets).
+	Buckets int
 }
 
 // Decision is the answer to one request.
@@ -213,8 +222,11 @@ func New(cfg Config) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{cfg: cfg, info: info, spec: window.Spec{Size: cfg.Window, Kind: cfg.WindowKind},
+	l := &Limiter{cfg: cfg, info: info, spec: window.Spec{Size: cfg.Window, Kind: cfg.WindowKind, Buckets: cfg.WindowBuckets},
 		stop: make(chan struct{}), done: make(chan struct{})}
+	if err := l.spec.Validate(); err != nil {
+		return nil, fmt.Errorf("limiter: %w", err)
+	}
 	if err := l.designConfig(cfg.Limit, l.spec).Validate(); err != nil {
 		return nil, fmt.Errorf("limiter: %w", err)
 	}
@@ -255,20 +267,20 @@ func New(cfg Config) (*Limiter, error) {
 
 // Allow decides one request for key under the default limit.
 func (l *Limiter) Allow(ctx context.Context, key string) Decision {
-	return l.allow(ctx, key, Limit{l.cfg.Limit, l.cfg.Window}, 1)
+	return l.allow(ctx, key, Limit{l.cfg.Limit, l.cfg.Window, l.cfg.WindowBuckets}, 1)
 }
 
 // AllowN decides a request of cost n for key under the default limit. A
 // cost below 1 is refused with an error.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int) (Decision, error) {
-	return l.AllowLimit(ctx, key, Limit{l.cfg.Limit, l.cfg.Window}, n)
+	return l.AllowLimit(ctx, key, Limit{l.cfg.Limit, l.cfg.Window, l.cfg.WindowBuckets}, n)
 }
 
 // AllowLimit decides a request of cost n for key under its own limit. A
 // limit below 1 request, a window that is not positive or a cost below 1 is
 // refused with an error, and nothing is counted.
 func (l *Limiter) AllowLimit(ctx context.Context, key string, lim Limit, n int) (Decision, error) {
-	if err := lim.validate(); err != nil {
+	if err := l.validate(lim); err != nil {
 		return Decision{}, err
 	}
 	if n < 1 {
@@ -288,7 +300,7 @@ func (l *Limiter) Now() int64 { return l.cfg.Now() }
 // Allowed is Remaining > 0, from what this gateway knows; a key it has not
 // seen is not created.
 func (l *Limiter) Check(ctx context.Context, key string, lim Limit) (Decision, error) {
-	if err := lim.validate(); err != nil {
+	if err := l.validate(lim); err != nil {
 		return Decision{}, err
 	}
 	if l.info.CheckOnly {
@@ -311,14 +323,22 @@ func (l *Limiter) Check(ctx context.Context, key string, lim Limit) (Decision, e
 }
 
 // validate reports what is wrong with a per-key limit.
-func (lim Limit) validate() error {
+func (l *Limiter) validate(lim Limit) error {
 	switch {
 	case lim.Requests < 1:
 		return fmt.Errorf("limiter: limit of %d requests: must be at least 1", lim.Requests)
 	case lim.Window <= 0:
 		return fmt.Errorf("limiter: limit window %v: must be positive", lim.Window)
 	}
+	if err := l.specOf(lim).Validate(); err != nil {
+		return fmt.Errorf("limiter: limit %d per %v: %w", lim.Requests, lim.Window, err)
+	}
 	return nil
+}
+
+// specOf is the window of a limit.
+func (l *Limiter) specOf(lim Limit) window.Spec {
+	return window.Spec{Size: lim.Window, Kind: l.cfg.WindowKind, Buckets: lim.Buckets}
 }
 
 func (l *Limiter) allow(ctx context.Context, key string, lim Limit, n int) Decision {
@@ -446,3 +466,7 @@ func (l *Limiter) Stats() Stats {
 
 // Config returns the Limiter's configuration, defaults filled in.
 func (l *Limiter) Config() Config { return l.cfg }
+
+// WindowBuckets is Config.WindowBuckets, for a caller that builds its Limits
+// per request without copying the whole Config.
+func (l *Limiter) WindowBuckets() int { return l.cfg.WindowBuckets }

@@ -136,6 +136,10 @@ func (w wildcard) matches(kv string) bool {
 type Settings struct {
 	Design     string        `yaml:"design"`      // default shared-counter
 	WindowKind window.Kind   `yaml:"window_kind"` // fixed (default), as envoyproxy/ratelimit, or sliding
+	// WindowBuckets, when > 0, counts every limit's window in that many
+	// counters instead of the exact log (limiter.Config.WindowBuckets): a
+	// sliding window in B buckets of unit/B, a fixed one (B = 1) in one.
+	WindowBuckets int `yaml:"window_buckets"`
 	Sync       time.Duration `yaml:"sync"`        // default 1s
 	Gateways   int           `yaml:"gateways"`    // K, default 1
 	Gateway    int           `yaml:"gateway"`     // this process's index
@@ -196,7 +200,7 @@ const (
 // (nil: the embedded store): the one place the service's settings become
 // the limiter's.
 func (s Settings) Limiter(st store.Backend, log *slog.Logger) limiter.Config {
-	return limiter.Config{Design: s.Design, WindowKind: s.WindowKind, Sync: s.Sync, Gateways: s.Gateways,
+	return limiter.Config{Design: s.Design, WindowKind: s.WindowKind, WindowBuckets: s.WindowBuckets, Sync: s.Sync, Gateways: s.Gateways,
 		Gateway: s.Gateway, Store: st, Timeout: s.Timeout, FailClosed: s.FailClosed, Logger: log, Fleet: s.Fleet, ClaimTTL: s.ClaimTTL, MaxKeys: s.MaxKeys}
 }
 
@@ -705,6 +709,9 @@ func (s Settings) validate(file string) error {
 	}
 	if s.WindowKind != window.Fixed && s.WindowKind != window.Sliding {
 		return bad(fmt.Sprintf("window_kind %v: want sliding or fixed", s.WindowKind))
+	}
+	if err := (window.Spec{Size: time.Second, Kind: s.WindowKind, Buckets: s.WindowBuckets}).Validate(); err != nil {
+		return bad(strings.Replace(err.Error(), "window buckets", "window_buckets", 1))
 	}
 	switch {
 	case s.Sync < MinSync || s.Sync > MaxSync:

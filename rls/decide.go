@@ -198,7 +198,7 @@ func (s *Service) count(ctx context.Context, d descriptor, add uint64) (limiter.
 	if lim.RequestsPerUnit == 0 {
 		return limiter.Decision{Allowed: false, At: s.lim.Now()}, nil
 	}
-	l := limiter.Limit{Requests: int(lim.RequestsPerUnit), Window: lim.Unit.Duration()}
+	l := limiter.Limit{Requests: int(lim.RequestsPerUnit), Window: lim.Unit.Duration(), Buckets: s.lim.WindowBuckets()}
 	if add == 0 {
 		return s.lim.Check(ctx, d.counter, l)
 	}

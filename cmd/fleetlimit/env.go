@@ -129,6 +129,7 @@ var envVars = []envVar{
 	{name: "FLEETLIMIT_CONFIG", flag: "config"},
 	{name: "FLEETLIMIT_DESIGN", flag: "design"},
 	{name: "FLEETLIMIT_WINDOW_KIND", flag: "window-kind"},
+	{name: "FLEETLIMIT_WINDOW_BUCKETS", flag: "window-buckets"},
 	{name: "FLEETLIMIT_SYNC", flag: "sync"},
 	{name: "FLEETLIMIT_GATEWAYS", flag: "gateways"},
 	{name: "FLEETLIMIT_GATEWAY", flag: "gateway"},

@@ -45,6 +45,7 @@ type serveFlags struct {
 	fleet                               string
 	claimTTL                            time.Duration
 	maxKeys                             int
+	windowBuckets                       int
 	set                                 settingFlags
 	reload, drain                       time.Duration
 	logLevel, logFormat                 string
@@ -213,6 +214,7 @@ func serveFlagSet(c *cobra.Command, sf *serveFlags) {
 	f.IntVar(&sf.gateways, "gateways", 1, "gateways in the fleet (overrides the config's fleetlimit.gateways)")
 	f.IntVar(&sf.gateway, "gateway", 0, "this gateway's index (overrides the config's fleetlimit.gateway); claimed on Redis, so that two live processes never share one")
 	f.DurationVar(&sf.claimTTL, "claim-ttl", 10*time.Second, "how long this process's claim of its gateway index on Redis lasts unless renewed (every third of it); a process that finds its index held waits this long before refusing to start")
+	f.IntVar(&sf.windowBuckets, "window-buckets", 0, "count each limit's window in B counters of unit/B instead of the exact log of admits: memory per key independent of the limit and the requests' costs, an admit counted up to one bucket longer (a fixed window: 0 or 1; 0: the exact log)")
 	f.IntVar(&sf.maxKeys, "max-keys", 100_000, "most keys this process holds; past it the least recently used of a sample of 16 is evicted (its unsynced admits still reach the store)")
 	f.StringVar(&sf.fleet, "fleet", "default", "the fleet's name, for the gateway index claims on Redis: fleets that share one Redis need names of their own")
 	st := &sf.set
@@ -281,6 +283,7 @@ func (sf serveFlags) settings(f *pflag.FlagSet, set *rls.Settings) error {
 	over("fleet", func() { set.Fleet = sf.fleet })
 	over("claim-ttl", func() { set.ClaimTTL = sf.claimTTL })
 	over("max-keys", func() { set.MaxKeys = sf.maxKeys })
+	over("window-buckets", func() { set.WindowBuckets = sf.windowBuckets })
 	over("response-headers", func() { set.ResponseHeaders = st.responseHeaders })
 	over("headers", func() { set.Headers = rls.HeaderStyle(st.headers) })
 	over("limit-header", func() { set.LimitHeader = st.limitHeader })
