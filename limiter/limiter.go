@@ -41,10 +41,10 @@ type Config struct {
 	// of the requests' costs, at the price of counting an admit up to one
 	// bucket longer. A fixed window takes 0 or 1.
 	WindowBuckets int
-	Sync       time.Duration // Δ, the sync interval; default 1 s
-	Gateways   int           // K, the gateways in the fleet; default 1
-	Gateway    int           // this gateway's index in [0, K), unique in the fleet
-	Store      store.Backend // the central store; default a new memstore
+	Sync          time.Duration // Δ, the sync interval; default 1 s
+	Gateways      int           // K, the gateways in the fleet; default 1
+	Gateway       int           // this gateway's index in [0, K), unique in the fleet
+	Store         store.Backend // the central store; default a new memstore
 	// Timeout bounds each store call made while a request waits
 	// (central check, lease grant); default 50 ms.
 	Timeout time.Duration

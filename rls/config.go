@@ -134,17 +134,17 @@ func (w wildcard) matches(kv string) bool {
 // "fleetlimit" section (envoyproxy/ratelimit files work without it), which
 // flags and environment variables override (see cmd/fleetlimit serve).
 type Settings struct {
-	Design     string        `yaml:"design"`      // default shared-counter
-	WindowKind window.Kind   `yaml:"window_kind"` // fixed (default), as envoyproxy/ratelimit, or sliding
+	Design     string      `yaml:"design"`      // default shared-counter
+	WindowKind window.Kind `yaml:"window_kind"` // fixed (default), as envoyproxy/ratelimit, or sliding
 	// WindowBuckets, when > 0, counts every limit's window in that many
 	// counters instead of the exact log (limiter.Config.WindowBuckets): a
 	// sliding window in B buckets of unit/B, a fixed one (B = 1) in one.
-	WindowBuckets int `yaml:"window_buckets"`
-	Sync       time.Duration `yaml:"sync"`        // default 1s
-	Gateways   int           `yaml:"gateways"`    // K, default 1
-	Gateway    int           `yaml:"gateway"`     // this process's index
-	Timeout    time.Duration `yaml:"timeout"`     // store timeout, default 50ms
-	FailClosed bool          `yaml:"fail_closed"`
+	WindowBuckets int           `yaml:"window_buckets"`
+	Sync          time.Duration `yaml:"sync"`     // default 1s
+	Gateways      int           `yaml:"gateways"` // K, default 1
+	Gateway       int           `yaml:"gateway"`  // this process's index
+	Timeout       time.Duration `yaml:"timeout"`  // store timeout, default 50ms
+	FailClosed    bool          `yaml:"fail_closed"`
 	// ResponseHeaders adds rate limit headers to responses
 	// (LIMIT_RESPONSE_HEADERS_ENABLED), in the Headers style.
 	ResponseHeaders bool        `yaml:"response_headers"`
