@@ -18,9 +18,10 @@ func init() {
 		New:     func(c Config) Gateway { return newCounter(c, modeExtrapolate) },
 	})
 	register(Info{
-		Name:    "track-share",
-		Summary: "like extrapolate, but own admits are divided by this gateway's measured share",
-		New:     func(c Config) Gateway { return newCounter(c, modeTrackShare) },
+		Name:        "track-share",
+		Summary:     "like extrapolate, but own admits are divided by this gateway's measured share",
+		FineBuckets: true,
+		New:         func(c Config) Gateway { return newCounter(c, modeTrackShare) },
 	})
 }
 

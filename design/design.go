@@ -138,6 +138,12 @@ type Info struct {
 	// (central-counter): replicas may share one gateway index, and need
 	// not claim one.
 	SharedIndex bool
+	// FineBuckets is true for designs that size their local admits from
+	// the room their view shows: a window in counters wider than Δ/2 makes
+	// that room come in steps of a bucket for every gateway at once, and
+	// lets floods through (docs/study.md, "Counter windows"); a driver
+	// warns of such a window.
+	FineBuckets bool
 	// New builds the design for one gateway from a valid Config.
 	New func(Config) Gateway
 }

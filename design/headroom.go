@@ -9,9 +9,10 @@ import (
 
 func init() {
 	register(Info{
-		Name:    "headroom",
-		Summary: "admit locally within what this gateway's arrivals need and its share of the room the store reported; ask the store beyond it, carrying the admits not yet pushed",
-		New:     func(c Config) Gateway { return NewHeadroom(c, HeadroomTolerance) },
+		Name:        "headroom",
+		Summary:     "admit locally within what this gateway's arrivals need and its share of the room the store reported; ask the store beyond it, carrying the admits not yet pushed",
+		FineBuckets: true,
+		New:         func(c Config) Gateway { return NewHeadroom(c, HeadroomTolerance) },
 	})
 }
 

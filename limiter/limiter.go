@@ -240,6 +240,10 @@ func New(cfg Config) (*Limiter, error) {
 	if l.cfg.Logger == nil {
 		l.cfg.Logger = slog.Default()
 	}
+	if info.FineBuckets && l.spec.Counters() && l.spec.Width() > int64(cfg.Sync)/2 {
+		l.cfg.Logger.Warn("fleetlimit: this design sizes its local admits from the room its view shows; with buckets wider than half the sync interval floods get through (up to 1.35 L in the study): use more buckets",
+			"design", cfg.Design, "bucket", time.Duration(l.spec.Width()), "sync", cfg.Sync, "buckets at least", 2*int64(cfg.Window)/int64(cfg.Sync))
+	}
 	if l.cfg.Now == nil {
 		def := cmp.Or(l.cfg.ClockResolution, time.Millisecond)
 		l.cfg.ClockResolution = def

@@ -69,12 +69,17 @@ func registerWatched(t *testing.T, tolerance float64) string {
 // headroom's bound (docs/design.md): in any window it admits at most L plus
 // the local budgets of one sync interval, Σ_j B_j. Held on adversarial
 // traffic: floods of every rate, aimed at one gateway or half the fleet,
-// pulsed, and sudden on an honest key, at both ends of the tolerance.
+// pulsed, and sudden on an honest key, at both ends of the tolerance, and
+// with the window in 60 counters.
 func TestHeadroomBound(t *testing.T) {
 	traffics := []string{"flood:1.5", "flood:10", "flood:100", "flood:1000", "flood:30@1", "flood:300@2",
 		"flood:1000~5s/55s", "steady:0.8,flood:30+5m", "steady:0.8,flood:1000+5m", "steady:1,flood:100@1+5m"}
 	worstSlack := 1.0
-	for _, tol := range []float64{design.HeadroomTolerance, 1} {
+	for _, run := range []struct {
+		tol     float64
+		buckets int
+	}{{design.HeadroomTolerance, 0}, {1, 0}, {design.HeadroomTolerance, 60}} {
+		tol := run.tol
 		name := registerWatched(t, tol)
 		for _, k := range []int{2, 8, 32} {
 			for _, sync := range []time.Duration{100 * time.Millisecond, time.Second, 10 * time.Second} {
@@ -85,6 +90,7 @@ func TestHeadroomBound(t *testing.T) {
 					}
 					p := Defaults()
 					p.Design, p.Gateways, p.Sync, p.Duration, p.Seed = name, k, sync, 10*time.Minute, 3
+					p.WindowBuckets = run.buckets
 					p.Traffic, p.Also = mix[0], mix[1:]
 					current = &budgetWatch{cur: make([]int, k), most: make([]int, k)}
 					res, err := Run(p)
@@ -94,7 +100,7 @@ func TestHeadroomBound(t *testing.T) {
 					bound := p.Limit + current.sum()
 					worst := int(res.WorstWindowX*float64(p.Limit) + 0.5)
 					if worst > bound {
-						t.Fatalf("t=%g K=%d Δ=%v %s: worst window %d, over the bound L + Σ B_j = %d", tol, k, sync, tr, worst, bound)
+						t.Fatalf("t=%g buckets=%d K=%d Δ=%v %s: worst window %d, over the bound L + Σ B_j = %d", tol, run.buckets, k, sync, tr, worst, bound)
 					}
 					if worst > p.Limit {
 						worstSlack = min(worstSlack, float64(bound-worst)/float64(bound-p.Limit))

@@ -140,6 +140,9 @@ func Grid() []Run {
 	for _, name := range BeyondDesigns() {
 		runs = append(runs, beyond(name)...)
 	}
+	for _, name := range BeyondDesigns() {
+		runs = append(runs, counterRuns(name)...)
+	}
 	return runs
 }
 
@@ -232,7 +235,7 @@ func Quick() []Run {
 	var runs []Run
 	for _, r := range Grid() {
 		p := r.Params
-		if r.Part == PartBeyond {
+		if r.Part == PartBeyond || r.Part == PartCounters {
 			if p.Seed == 1 && p.Gateways == refK {
 				runs = append(runs, r)
 			}
@@ -326,9 +329,9 @@ func checkFilterValue(key, v string) error {
 		}
 	case "part":
 		switch v {
-		case PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond:
+		case PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond, PartCounters:
 		default:
-			return fmt.Errorf("filter part=%s: want %s, %s, %s, %s or %s", v, PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond)
+			return fmt.Errorf("filter part=%s: want %s, %s, %s, %s, %s or %s", v, PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond, PartCounters)
 		}
 	}
 	return nil

@@ -128,6 +128,7 @@ func Build(rows []Row) Report {
 	s.fixed()
 	s.beyond()
 	s.headroom()
+	s.counters()
 	rep.Markdown = b.String()
 	return rep
 }
@@ -419,7 +420,7 @@ func writeTable(b *strings.Builder, head []string, rows [][]string) {
 
 func partsLine(parts map[string]int) string {
 	var names []string
-	for _, p := range []string{PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond} {
+	for _, p := range []string{PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond, PartCounters} {
 		if parts[p] > 0 {
 			names = append(names, fmt.Sprintf("%d %s", parts[p], p))
 		}

@@ -197,9 +197,9 @@ func parseRow(rec []string) (Row, error) {
 		return Row{}, err
 	}
 	switch r.Part {
-	case PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond:
+	case PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond, PartCounters:
 	default:
-		return Row{}, fmt.Errorf("part %q: want %s, %s, %s, %s or %s", r.Part, PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond)
+		return Row{}, fmt.Errorf("part %q: want %s, %s, %s, %s, %s or %s", r.Part, PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond, PartCounters)
 	}
 	return r, nil
 }
