@@ -105,8 +105,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("window %v: must be positive", c.Window.Size)
 	case c.Gateways < 1 || c.Gateways > MaxGateways:
 		return fmt.Errorf("gateways %d: must be between 1 and %d", c.Gateways, MaxGateways)
-	case c.Gateway < 0 || c.Gateway >= c.Gateways:
-		return fmt.Errorf("gateway index %d: must be in [0, %d)", c.Gateway, c.Gateways)
+	case c.Gateway < 0 || c.Gateway >= MaxGateways:
+		// A fleet with membership keeps a gateway's index while others
+		// leave, so an index may pass K-1; a fixed fleet checks [0, K).
+		return fmt.Errorf("gateway index %d: must be in [0, %d)", c.Gateway, MaxGateways)
 	case c.Sync <= 0:
 		return fmt.Errorf("sync interval %v: must be positive", c.Sync)
 	}

@@ -14,13 +14,16 @@ import (
 // ClaimTTL for another holder's claim to expire, and starts renewing it.
 // A store that is not shared (no store.Claimer) needs none.
 func (l *Limiter) claim() error {
-	c, ok := l.st.(store.Claimer)
-	if !ok || l.info.SharedIndex {
-		return nil
-	}
 	if l.cfg.Instance == "" {
 		host, _ := os.Hostname()
 		l.cfg.Instance = fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), rand.Uint32())
+	}
+	if l.cfg.Membership {
+		return l.join()
+	}
+	c, ok := l.st.(store.Claimer)
+	if !ok || l.info.SharedIndex {
+		return nil
 	}
 	deadline := time.Now().Add(l.cfg.ClaimTTL)
 	for {

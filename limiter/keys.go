@@ -15,6 +15,9 @@ type entry struct {
 	mu      sync.Mutex
 	key     store.Key
 	gw      design.Gateway
+	// k and index are the fleet the design was made for: K and this
+	// gateway's index
+	k, index int
 	used    int64 // last request, ns
 	evicted bool
 	// prime is set on an entry that replaced one of the same key under
@@ -33,7 +36,7 @@ func (l *Limiter) newEntry(key string, lim Limit) *entry {
 	spec := l.specOf(lim)
 	dc := l.designConfig(lim.Requests, spec)
 	dc.Epoch = nextEpoch()
-	return &entry{key: store.Key{Name: key, Limit: lim.Requests, Window: spec}, gw: l.info.New(dc)}
+	return &entry{key: store.Key{Name: key, Limit: lim.Requests, Window: spec}, gw: l.info.New(dc), k: dc.Gateways, index: dc.Gateway}
 }
 
 var lastEpoch atomic.Uint64
@@ -52,16 +55,17 @@ func nextEpoch() uint64 {
 	}
 }
 
-// matches reports whether e holds key under lim.
-func (e *entry) matches(lim Limit) bool {
-	return e.key.Limit == lim.Requests && e.key.Window.Size == lim.Window && e.key.Window.Buckets == lim.Buckets
+// matches reports whether e holds key under lim and the fleet f.
+func (e *entry) matches(lim Limit, f *fleet) bool {
+	return e.key.Limit == lim.Requests && e.key.Window.Size == lim.Window && e.key.Window.Buckets == lim.Buckets &&
+		e.k == f.k && e.index == f.index
 }
 
 // get returns key's entry, creating it (or renewing it when its limit
 // changed) as needed.
 func (l *Limiter) get(key string, lim Limit, now int64) *entry {
 	if v, ok := l.keys.Load(key); ok {
-		if e := v.(*entry); e.matches(lim) {
+		if e := v.(*entry); e.matches(lim, l.fleet.Load()) {
 			return e
 		}
 	}
@@ -73,7 +77,7 @@ func (l *Limiter) create(key string, lim Limit, now int64) *entry {
 	defer l.createMu.Unlock()
 	var old *entry
 	if v, ok := l.keys.Load(key); ok {
-		if old = v.(*entry); old.matches(lim) {
+		if old = v.(*entry); old.matches(lim, l.fleet.Load()) {
 			return old
 		}
 	}
@@ -81,7 +85,7 @@ func (l *Limiter) create(key string, lim Limit, now int64) *entry {
 		l.evictOne(now)
 	}
 	ne := l.newEntry(key, lim)
-	if old != nil { // the limit changed: push what the old state had
+	if old != nil { // the limit or the fleet changed: push what the old state had
 		l.retire(old, now)
 		ne.prime = true
 	} else {

@@ -44,6 +44,11 @@ type Config struct {
 	Sync          time.Duration // Δ, the sync interval; default 1 s
 	Gateways      int           // K, the gateways in the fleet; default 1
 	Gateway       int           // this gateway's index in [0, K), unique in the fleet
+	// Membership learns K and this gateway's index from the store (a
+	// store.Membership: Redis) instead of Gateways and Gateway: the
+	// gateway joins Fleet, renews its membership every ClaimTTL/3, and
+	// K follows the members that renew (see Fleet).
+	Membership bool
 	Store         store.Backend // the central store; default a new memstore
 	// Timeout bounds each store call made while a request waits
 	// (central check, lease grant); default 50 ms.
@@ -165,6 +170,11 @@ type Limiter struct {
 	claimStop chan struct{} // ends the claim's renewal; nil without a claim
 	claimDone chan struct{} // closed when it has ended
 	claimLost atomic.Bool
+	// fleet is K and this gateway's index now; fleetChanges counts their
+	// changes
+	fleet        atomic.Pointer[fleet]
+	fleetChanges atomic.Int64
+	seen         map[int]bool // members ever seen live; the heartbeat's alone
 	closed    atomic.Bool
 	clock     *coarseClock // nil when Config.Now was given
 }
@@ -199,6 +209,10 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.CloseTimeout, 10*time.Second)
 	def(&c.ClaimTTL, 10*time.Second)
 	switch {
+	case c.Membership && (c.Gateways != 1 || c.Gateway != 0):
+		return c, errors.New("limiter: with Membership the store gives K and the gateway's index: leave Gateways and Gateway unset")
+	case !c.Membership && (c.Gateway < 0 || c.Gateway >= c.Gateways):
+		return c, fmt.Errorf("limiter: gateway index %d: must be in [0, %d)", c.Gateway, c.Gateways)
 	case c.Timeout < 0 || c.SyncTimeout < 0 || c.IdleAfter < 0 || c.CloseTimeout < 0 || c.ClaimTTL < 0:
 		return c, errors.New("limiter: timeouts must be positive")
 	case c.MaxKeys < 1 || c.SyncBatch < 1:
@@ -209,7 +223,8 @@ func (c Config) withDefaults() (Config, error) {
 
 // designConfig is the design's configuration for one key's limit.
 func (l *Limiter) designConfig(limit int, spec window.Spec) design.Config {
-	return design.Config{Limit: limit, Window: spec, Gateways: l.cfg.Gateways, Gateway: l.cfg.Gateway, Sync: l.cfg.Sync}
+	f := l.fleet.Load()
+	return design.Config{Limit: limit, Window: spec, Gateways: f.k, Gateway: f.index, Sync: l.cfg.Sync}
 }
 
 // New starts a Limiter and its sync loop. Close stops it.
@@ -224,6 +239,7 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	l := &Limiter{cfg: cfg, info: info, spec: window.Spec{Size: cfg.Window, Kind: cfg.WindowKind, Buckets: cfg.WindowBuckets},
 		stop: make(chan struct{}), done: make(chan struct{})}
+	l.fleet.Store(&fleet{k: cfg.Gateways, index: cfg.Gateway})
 	if err := l.spec.Validate(); err != nil {
 		return nil, fmt.Errorf("limiter: %w", err)
 	}
@@ -375,7 +391,7 @@ func (l *Limiter) decide(ctx context.Context, e *entry, now int64, n int) Decisi
 	if v == design.Ask {
 		l.stats.roundTrips.Add(1)
 		cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
-		a, err := l.st.Ask(cctx, now, e.key, l.cfg.Gateway, q)
+		a, err := l.st.Ask(cctx, now, e.key, e.index, q)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil { // the store failed, not the caller
@@ -431,13 +447,13 @@ func (l *Limiter) storeFailed(err error) {
 		if l.cfg.FailClosed {
 			mode = "rejecting every request (fail-closed)"
 		}
-		l.cfg.Logger.Warn("fleetlimit: store unreachable; "+mode, "error", err, "gateway", l.cfg.Gateway)
+		l.cfg.Logger.Warn("fleetlimit: store unreachable; "+mode, "error", err, "gateway", l.fleet.Load().index)
 	}
 }
 
 func (l *Limiter) storeOK() {
 	if l.degraded.Swap(false) {
-		l.cfg.Logger.Info("fleetlimit: store reachable again; syncing resumed", "gateway", l.cfg.Gateway)
+		l.cfg.Logger.Info("fleetlimit: store reachable again; syncing resumed", "gateway", l.fleet.Load().index)
 	}
 }
 

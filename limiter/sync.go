@@ -100,13 +100,16 @@ func (l *Limiter) pingIfIdle(ctx context.Context, items int) error {
 func (l *Limiter) pushes(all []*entry, now int64, first []store.SyncItem) ([]*entry, []store.SyncItem) {
 	ents := all[:0:0]
 	items := append(make([]store.SyncItem, 0, len(first)+len(all)), first...)
+	gone := l.fleet.Load().gone
 	for _, e := range all {
 		e.mu.Lock()
 		if quietSync(e.gw) {
 			e.gw.(design.Lazy).Skip(1)
 		} else {
 			ents = append(ents, e)
-			items = append(items, store.SyncItem{Key: e.key, Push: e.gw.SyncPush(now)})
+			p := e.gw.SyncPush(now)
+			p.Gone = gone
+			items = append(items, store.SyncItem{Key: e.key, Push: p})
 		}
 		e.mu.Unlock()
 	}

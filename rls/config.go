@@ -143,8 +143,11 @@ type Settings struct {
 	Sync          time.Duration `yaml:"sync"`     // default 1s
 	Gateways      int           `yaml:"gateways"` // K, default 1
 	Gateway       int           `yaml:"gateway"`  // this process's index
-	Timeout       time.Duration `yaml:"timeout"`  // store timeout, default 50ms
-	FailClosed    bool          `yaml:"fail_closed"`
+	// Membership learns K and this process's index from Redis instead of
+	// gateways and gateway (limiter.Config.Membership).
+	Membership bool          `yaml:"membership"`
+	Timeout    time.Duration `yaml:"timeout"` // store timeout, default 50ms
+	FailClosed bool          `yaml:"fail_closed"`
 	// ResponseHeaders adds rate limit headers to responses
 	// (LIMIT_RESPONSE_HEADERS_ENABLED), in the Headers style.
 	ResponseHeaders bool        `yaml:"response_headers"`
@@ -201,7 +204,7 @@ const (
 // the limiter's.
 func (s Settings) Limiter(st store.Backend, log *slog.Logger) limiter.Config {
 	return limiter.Config{Design: s.Design, WindowKind: s.WindowKind, WindowBuckets: s.WindowBuckets, Sync: s.Sync, Gateways: s.Gateways,
-		Gateway: s.Gateway, Store: st, Timeout: s.Timeout, FailClosed: s.FailClosed, Logger: log, Fleet: s.Fleet, ClaimTTL: s.ClaimTTL, MaxKeys: s.MaxKeys}
+		Gateway: s.Gateway, Membership: s.Membership, Store: st, Timeout: s.Timeout, FailClosed: s.FailClosed, Logger: log, Fleet: s.Fleet, ClaimTTL: s.ClaimTTL, MaxKeys: s.MaxKeys}
 }
 
 // Bounds on the fleetlimit settings: a sync far below 10 ms only burns CPU
@@ -720,6 +723,8 @@ func (s Settings) validate(file string) error {
 		return bad(fmt.Sprintf("gateways %d: want 1 to %d", s.Gateways, MaxGateways))
 	case s.Gateway < 0 || s.Gateway >= s.Gateways:
 		return bad(fmt.Sprintf("gateway %d of %d: want 0 <= gateway < gateways", s.Gateway, s.Gateways))
+	case s.Membership && (s.Gateways != 1 || s.Gateway != 0):
+		return bad("membership learns the fleet's size and this process's index from Redis: leave gateways and gateway unset")
 	case s.Timeout <= 0 || s.Timeout > MaxTimeout:
 		return bad(fmt.Sprintf("timeout %v: want a positive duration of at most %v", s.Timeout, MaxTimeout))
 	case s.NearRatio <= 0 || s.NearRatio > 1:

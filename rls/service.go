@@ -78,6 +78,12 @@ func NewService(cfg *Config, lim *limiter.Limiter) *Service {
 			st(func(x limiter.Stats) float64 { return float64(x.Fallbacks) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetlimit_store_round_trips_total", Help: "Decisions that waited on a store round trip."},
 			st(func(x limiter.Stats) float64 { return float64(x.RoundTrips) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetlimit_gateways", Help: "K, the gateways of the fleet this gateway decides with (with membership, the live members)."},
+			func() float64 { return float64(lim.Fleet().Gateways) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetlimit_gateway_index", Help: "This gateway's index in its fleet."},
+			func() float64 { return float64(lim.Fleet().Gateway) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetlimit_fleet_changes_total", Help: "Changes of K or of this gateway's index seen (membership)."},
+			func() float64 { return float64(lim.Fleet().Changes) }),
 	)
 	return s
 }

@@ -47,6 +47,10 @@ type Push struct {
 	// WantOwn asks for Pull.Own, which may cost the store a scan of the
 	// window; without it a store may leave Own at 0.
 	WantOwn bool
+	// Gone are gateways that have left the fleet (store.Membership): the
+	// store settles the lease slots they hold on the key, which return to
+	// the room. Read-only; it stays the gateway's.
+	Gone []int
 }
 
 // Pull is the store's answer to a Push.
@@ -155,6 +159,19 @@ type Backend interface {
 // knows that its store is down.
 type Pinger interface {
 	Ping(ctx context.Context) error
+}
+
+// Membership is a Backend shared by processes (Redis) on which gateways
+// join a fleet and learn it: who is live, so K, and each its own index.
+type Membership interface {
+	// Heartbeat joins fleet as member id, or renews its membership, for
+	// ttl on the store's clock. A member keeps its index while it renews
+	// within ttl; a new one (or one whose membership lapsed) takes the
+	// lowest index no live member holds. It returns the member's index and
+	// every live member's index, ascending.
+	Heartbeat(ctx context.Context, fleet, id string, ttl time.Duration) (index int, live []int, err error)
+	// Leave ends id's membership of fleet at once.
+	Leave(ctx context.Context, fleet, id string) error
 }
 
 // Claimer is a Backend shared by processes (Redis) on which a gateway

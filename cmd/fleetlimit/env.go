@@ -136,6 +136,7 @@ var envVars = []envVar{
 	{name: "FLEETLIMIT_FLEET", flag: "fleet"},
 	{name: "FLEETLIMIT_CLAIM_TTL", flag: "claim-ttl"},
 	{name: "FLEETLIMIT_MAX_KEYS", flag: "max-keys"},
+	{name: "FLEETLIMIT_MEMBERSHIP", flag: "membership", conv: boolValue},
 	{name: "FLEETLIMIT_TIMEOUT", flag: "timeout"},
 	{name: "FLEETLIMIT_FAIL_CLOSED", flag: "fail-closed", conv: boolValue},
 	{name: "FLEETLIMIT_HEADERS", flag: "headers"},

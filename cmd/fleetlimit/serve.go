@@ -45,6 +45,7 @@ type serveFlags struct {
 	fleet                               string
 	claimTTL                            time.Duration
 	maxKeys                             int
+	membership                          bool
 	windowBuckets                       int
 	set                                 settingFlags
 	reload, drain                       time.Duration
@@ -215,6 +216,7 @@ func serveFlagSet(c *cobra.Command, sf *serveFlags) {
 	f.IntVar(&sf.gateway, "gateway", 0, "this gateway's index (overrides the config's fleetlimit.gateway); claimed on Redis, so that two live processes never share one")
 	f.DurationVar(&sf.claimTTL, "claim-ttl", 10*time.Second, "how long this process's claim of its gateway index on Redis lasts unless renewed (every third of it); a process that finds its index held waits this long before refusing to start")
 	f.IntVar(&sf.windowBuckets, "window-buckets", 0, "count each limit's window in B counters of unit/B instead of the exact log of admits: memory per key independent of the limit and the requests' costs, an admit counted up to one bucket longer (a fixed window: 0 or 1; 0: the exact log)")
+	f.BoolVar(&sf.membership, "membership", false, "learn the fleet's size K and this process's index from Redis: each process joins --fleet, renews its membership every --claim-ttl/3, and K follows the processes that renew (instead of --gateways and --gateway)")
 	f.IntVar(&sf.maxKeys, "max-keys", 100_000, "most keys this process holds; past it the least recently used of a sample of 16 is evicted (its unsynced admits still reach the store)")
 	f.StringVar(&sf.fleet, "fleet", "default", "the fleet's name, for the gateway index claims on Redis: fleets that share one Redis need names of their own")
 	st := &sf.set
@@ -283,6 +285,7 @@ func (sf serveFlags) settings(f *pflag.FlagSet, set *rls.Settings) error {
 	over("fleet", func() { set.Fleet = sf.fleet })
 	over("claim-ttl", func() { set.ClaimTTL = sf.claimTTL })
 	over("max-keys", func() { set.MaxKeys = sf.maxKeys })
+	over("membership", func() { set.Membership = sf.membership })
 	over("window-buckets", func() { set.WindowBuckets = sf.windowBuckets })
 	over("response-headers", func() { set.ResponseHeaders = st.responseHeaders })
 	over("headers", func() { set.Headers = rls.HeaderStyle(st.headers) })
@@ -458,7 +461,8 @@ func serve(ctx context.Context, sf serveFlags, src rls.Source, cfg *rls.Config, 
 		where = fmt.Sprintf("redis (%s) %s", sf.redis.typ, redactURL(sf.redis.addr))
 	}
 	log.Info("fleetlimit serve", "grpc", gl.Addr().String(), "http", hl.Addr().String(), "config", src.Path,
-		"design", set.Design, "window_kind", set.WindowKind, "sync", set.Sync, "gateway", fmt.Sprintf("%d/%d", set.Gateway, set.Gateways), "store", where)
+		"design", set.Design, "window_kind", set.WindowKind, "window_buckets", set.WindowBuckets, "sync", set.Sync,
+		"gateway", fmt.Sprintf("%d/%d", lim.Fleet().Gateway, lim.Fleet().Gateways), "membership", set.Membership, "store", where)
 	var serveErr error
 	select {
 	case <-ctx.Done():

@@ -238,6 +238,12 @@ func (k *Key) Sync(now int64, p store.Push) store.Pull {
 	k.insert(p.Gateway, stamps, counts)
 	k.outTotal -= k.out[p.Gateway]
 	k.out[p.Gateway] = 0
+	for _, g := range p.Gone {
+		if g >= 0 && g < len(k.out) && g != p.Gateway {
+			k.outTotal -= k.out[g]
+			k.out[g] = 0
+		}
+	}
 	count := k.count
 	pull := store.Pull{Count: count, Own: k.own[p.Gateway]}
 	ask := p.Ask

@@ -150,7 +150,21 @@ local function whole(r, G, hdr, gw, e, a, o)
   parts[#parts + 1] = pack(ints(r.R), unpack(vs))
   local s = table.concat(parts)
   if gw then s = sub(s, 1, 4 + GW * gw) .. pack(EFMT, e, a, o) .. sub(s, 5 + GW * (gw + 1)) end
+  for d, v in pairs(r.settled or {}) do s = sub(s, 1, 4 + GW * d) .. pack(EFMT, v[1], v[2], 0) .. sub(s, 5 + GW * (d + 1)) end
   return s
+end
+-- settle returns the lease slots of the gone gateways (not gw) to the room.
+local function settle(r, gone, gw)
+  for _, d in ipairs(gone) do
+    if d ~= gw and d < r.G then
+      local de, da, dout = sunpack(EFMT, r.s, 5 + GW * d)
+      if dout ~= 0 then
+        r.ot = r.ot - dout
+        r.settled = r.settled or {}
+        r.settled[d] = {de, da}
+      end
+    end
+  end
 end
 -- rings writes the changed counters, a SETRANGE a run of adjacent ones.
 local function rings(r)
@@ -196,6 +210,7 @@ local function save(r, nowms, ttl, gw, e, a, o)
     call('SETRANGE', r.k, r.h - 1, hdr)
   end
   if r.nmods > 0 then rings(r) end
+  for d, v in pairs(r.settled or {}) do call('SETRANGE', r.k, 4 + GW * d, pack(EFMT, v[1], v[2], 0)) end
   if renew then call('PEXPIRE', r.k, 2 * ttl) end
 end
 local function expired(deadline)
@@ -209,10 +224,11 @@ end
 // counterSyncScript syncs any number of counted keys of one window, one
 // gateway and one kind of push (of one slot, on a Cluster). KEYS are each
 // key's record, each followed by the pushing gateway's own record when it
-// wants its own count (or when the caller passes it anyway). ARGV[1..7] hold
+// wants its own count (or when the caller passes it anyway). ARGV[1..8] hold
 // what the keys share: b0 (the oldest bucket that counts), R, ttl (ms), now
 // (ms), until (buckets before it that count are returned; "": none), gw,
-// want own (0 or 1); then one argument a key, packed little-endian so that
+// want own (0 or 1), g; then g gone gateways (whose lease slots are
+// settled); then one argument a key, packed little-endian so that
 // one struct.unpack reads it: limit (i4), seq (d), epoch (20 digits), ask
 // (i4), m (i4), then m groups of bucket (d), admits (i4) and count each
 // (i4). It returns, for each key: count, own, granted, e, then e pairs of
@@ -220,12 +236,16 @@ end
 var counterSyncScript = redis.NewScript(counterLib + `
 local b0, R, ttl, nowms = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local untl, gw, wantOwn = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == '1'
+local ng = tonumber(ARGV[8])
+local gone = {}
+for i = 1, ng do gone[i] = tonumber(ARGV[8 + i]) end
+local first = 8 + ng
 local res = {}
 local nres = 0
-local stride = #KEYS / (#ARGV - 7)
-for i = 1, #ARGV - 7 do
+local stride = #KEYS / (#ARGV - first)
+for i = 1, #ARGV - first do
   local k = 1 + (i - 1) * stride
-  local a = ARGV[7 + i]
+  local a = ARGV[first + i]
   local limit, seq, epoch, ask, m, at = sunpack('<idc20ii', a)
   local r = load(KEYS[k], R, b0)
   advance(r, b0)
@@ -235,6 +255,7 @@ for i = 1, #ARGV - 7 do
     advance(own, b0)
   end
   local e, applied, out = gateway(r, gw)
+  if ng > 0 then settle(r, gone, gw) end
   local skip = 0
   if seq > 0 and m > 0 then
     local total, q = 0, at
@@ -370,7 +391,11 @@ func counterShared(now int64, sp window.Spec, pu store.Push) []any {
 	if pu.WantOwn {
 		wantOwn = 1
 	}
-	return []any{sp.FirstBucket(sp.Lo(now)), ring(sp), ttl, floorDiv(now, 1e6), until, pu.Gateway, wantOwn}
+	args := []any{sp.FirstBucket(sp.Lo(now)), ring(sp), ttl, floorDiv(now, 1e6), until, pu.Gateway, wantOwn, len(pu.Gone)}
+	for _, g := range pu.Gone {
+		args = append(args, g)
+	}
+	return args
 }
 
 // counterKeyArg packs one key's part of a counter sync: its limit, the

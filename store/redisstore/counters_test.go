@@ -97,10 +97,14 @@ func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint6
 				horizon = int64(2 * time.Second)
 			}
 			ask := rng.IntN(4)
+			var gone []int
+			if rng.IntN(4) == 0 {
+				gone = []int{(g + 1) % gateways}
+			}
 			a, b := make([]store.SyncItem, len(keys)), make([]store.SyncItem, len(keys))
 			for i := range keys {
 				p := push(i, g)
-				p.Horizon, p.Ask = horizon, ask
+				p.Horizon, p.Ask, p.Gone = horizon, ask, gone
 				a[i] = store.SyncItem{Key: keys[i], Push: p}
 				b[i] = store.SyncItem{Key: keys[i], Push: p}
 			}

@@ -294,7 +294,10 @@ func syncArgs(args []any, now int64, k store.Key, pu store.Push) []any {
 	if pu.WantOwn {
 		wantOwn = 1
 	}
-	args = append(args, us(now), pu.Gateway, pu.Seq, pu.Ask, until, wantOwn, len(pu.Admits), pu.Epoch)
+	args = append(args, us(now), pu.Gateway, pu.Seq, pu.Ask, until, wantOwn, len(pu.Admits), pu.Epoch, len(pu.Gone))
+	for _, g := range pu.Gone {
+		args = append(args, g)
+	}
 	for i, t := range pu.Admits {
 		args = append(args, us(t), store.CountAt(pu.Counts, i))
 	}
@@ -335,6 +338,7 @@ func (s *Store) groups(items []store.SyncItem) [][]int {
 		gw      int
 		horizon int64
 		wantOwn bool
+		gone    string
 	}
 	var groups [][]int
 	_, cluster := s.rdb.(*redis.ClusterClient)
@@ -346,7 +350,10 @@ func (s *Store) groups(items []store.SyncItem) [][]int {
 		}
 		kd := kind{slot: sl}
 		if it := &items[i]; it.Key.Window.Counters() {
-			kd = kind{sl, it.Key.Window, it.Push.Gateway, it.Push.Horizon, it.Push.WantOwn}
+			kd = kind{sl, it.Key.Window, it.Push.Gateway, it.Push.Horizon, it.Push.WantOwn, ""}
+			if len(it.Push.Gone) > 0 {
+				kd.gone = fmt.Sprint(it.Push.Gone)
+			}
 		}
 		g, ok := open[kd]
 		if !ok || len(groups[g]) == scriptBatch {
@@ -574,4 +581,75 @@ func (s *Store) Stamps(ctx context.Context, name string) ([]int64, error) {
 // there once.
 func (s *Store) Members(ctx context.Context, name string) ([]string, error) {
 	return s.rdb.ZRange(ctx, s.Keys(name)[0], 0, -1).Result()
+}
+
+// heartbeatScript: KEYS = the fleet's members (a hash: index -> id|expiry
+// in ms on Redis's clock); ARGV = id, ttl ms. Forgets lapsed members,
+// renews id's membership or gives it the lowest free index, and returns
+// {index, live indexes...}, ascending.
+var heartbeatScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+local all = redis.call('HGETALL', KEYS[1])
+local live, used, mine = {}, {}, nil
+for i = 1, #all, 2 do
+  local v = all[i + 1]
+  local sep = string.find(v, '|', 1, true)
+  local idx, who, exp = tonumber(all[i]), string.sub(v, 1, sep - 1), tonumber(string.sub(v, sep + 1))
+  if exp <= now then
+    redis.call('HDEL', KEYS[1], all[i])
+  else
+    used[idx] = true
+    live[#live + 1] = idx
+    if who == ARGV[1] then mine = idx end
+  end
+end
+if not mine then
+  mine = 0
+  while used[mine] do mine = mine + 1 end
+  live[#live + 1] = mine
+end
+redis.call('HSET', KEYS[1], mine, ARGV[1] .. '|' .. (now + ttl))
+redis.call('PEXPIRE', KEYS[1], 2 * ttl)
+table.sort(live)
+local res = {mine}
+for _, i in ipairs(live) do res[#res + 1] = i end
+return res
+`)
+
+// leaveScript: KEYS = the fleet's members; ARGV = id. Removes id's entry.
+var leaveScript = redis.NewScript(`
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  if string.sub(all[i + 1], 1, #ARGV[1] + 1) == ARGV[1] .. '|' then redis.call('HDEL', KEYS[1], all[i]) end
+end
+return 1
+`)
+
+// membersKey is the Redis key of fleet's members.
+func (s *Store) membersKey(fleet string) string { return s.prefix + "members:" + fleet }
+
+// Heartbeat joins fleet as id or renews its membership (store.Membership).
+func (s *Store) Heartbeat(ctx context.Context, fleet, id string, ttl time.Duration) (int, []int, error) {
+	if strings.Contains(id, "|") {
+		return 0, nil, fmt.Errorf("redisstore: member name %q: must not contain |", id)
+	}
+	vals, err := heartbeatScript.Run(ctx, s.rdb, []string{s.membersKey(fleet)}, id, ttl.Milliseconds()).Int64Slice()
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(vals) < 2 {
+		return 0, nil, fmt.Errorf("redisstore: heartbeat answered %v", vals)
+	}
+	live := make([]int, len(vals)-1)
+	for i, v := range vals[1:] {
+		live[i] = int(v)
+	}
+	return int(vals[0]), live, nil
+}
+
+// Leave ends id's membership of fleet (store.Membership).
+func (s *Store) Leave(ctx context.Context, fleet, id string) error {
+	return leaveScript.Run(ctx, s.rdb, []string{s.membersKey(fleet)}, id).Err()
 }

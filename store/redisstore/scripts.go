@@ -100,7 +100,8 @@ end
 // syncScript syncs any number of keys (of one slot, on a Cluster). KEYS are
 // z1, h1, z2, h2, ...; ARGV holds, for each key in turn: lo, limit, ttl,
 // now, gw, seq, ask, until (0: no expiring stamps wanted), want own (0 or
-// 1), n, epoch, then n pairs of stamp (µs) and count. It returns, for each
+// 1), n, epoch, g, then g gone gateways (whose lease slots are settled),
+// then n pairs of stamp (µs) and count. It returns, for each
 // key: count, own (0 unless wanted), granted, m, then m pairs of expiring
 // stamp and count.
 var syncScript = redis.NewScript(lib + `
@@ -114,6 +115,16 @@ for k = 1, #KEYS, 2 do
   local untl_s = ARGV[p + 8]
   local wantOwn = ARGV[p + 9] == '1'
   local n = tonumber(ARGV[p + 10])
+  local g = tonumber(ARGV[p + 12])
+  for i = 1, g do
+    local d = ARGV[p + 12 + i]
+    local o = tonumber(redis.call('HGET', h, 'o:' .. d) or '0')
+    if o ~= 0 and d ~= gw then
+      redis.call('HSET', h, 'o:' .. d, 0)
+      redis.call('HINCRBY', h, 'ot', -o)
+    end
+  end
+  local q = p + g + 1
   trim(z, h, lo_s)
   if n > 0 then
     local base, tag = seq, ARGV[p + 11] .. ':'
@@ -122,10 +133,10 @@ for k = 1, #KEYS, 2 do
     end
     local ss, ms = {}, {}
     for i = 1, n do
-      local ts = ARGV[p + 10 + 2 * i]
+      local ts = ARGV[q + 10 + 2 * i]
       if tonumber(ts) >= lo then
         ss[#ss + 1] = ts
-        ms[#ms + 1] = member(gw .. ':' .. tag .. (base + i - 1), tonumber(ARGV[p + 11 + 2 * i]))
+        ms[#ms + 1] = member(gw .. ':' .. tag .. (base + i - 1), tonumber(ARGV[q + 11 + 2 * i]))
       end
     end
     add(z, h, ss, ms)
@@ -159,7 +170,7 @@ for k = 1, #KEYS, 2 do
     res[#res + 1] = 0
   end
   touch(z, h, ttl)
-  p = p + 11 + 2 * n
+  p = p + 12 + g + 2 * n
 end
 return res
 `)

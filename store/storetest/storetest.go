@@ -195,6 +195,29 @@ var contract = []struct {
 			t.Fatalf("grant after ageing %d, want 2", g)
 		}
 	}},
+	{"a gone gateway's lease slots come back", func(t *testing.T, b store.Backend) {
+		for _, spec := range []window.Spec{sliding, {Size: 10 * time.Second, Buckets: 10}} {
+			k := key(t, 10, spec)
+			k.Name += "/" + spec.String()
+			if g := sync1(t, b, at(0), k, store.Push{Gateway: 2, Ask: 7}).Granted; g != 7 {
+				t.Fatalf("%v: first grant %d, want 7", spec, g)
+			}
+			if g := sync1(t, b, at(10), k, store.Push{Gateway: 0, Ask: 10}).Granted; g != 3 {
+				t.Fatalf("%v: second grant %d, want 3: gateway 2 holds 7", spec, g)
+			}
+			// Gateway 2 left the fleet: gateway 0's next sync settles its
+			// slots, and the room is whole again.
+			p := sync1(t, b, at(20), k, store.Push{Gateway: 0, Ask: 10, Gone: []int{2, 5}})
+			if p.Granted != 10 {
+				t.Fatalf("%v: grant after gateway 2 left %d, want 10", spec, p.Granted)
+			}
+			// A gone list never settles the pusher's own slots.
+			p = sync1(t, b, at(30), k, store.Push{Gateway: 1, Ask: 4, Gone: []int{1}})
+			if p.Granted != 0 {
+				t.Fatalf("%v: gateway 1 granted %d beside gateway 0's 10", spec, p.Granted)
+			}
+		}
+	}},
 	{"fixed window", func(t *testing.T, b store.Backend) {
 		k := key(t, 100, window.Spec{Size: 10 * time.Second, Kind: window.Fixed})
 		// T0 is a multiple of 10 s, so windows start at T0 + 10n s.
