@@ -12,14 +12,14 @@ import (
 
 // entry is one key's state at this gateway.
 type entry struct {
-	mu      sync.Mutex
-	key     store.Key
-	gw      design.Gateway
+	mu  sync.Mutex
+	key store.Key
+	gw  design.Gateway
 	// k and index are the fleet the design was made for: K and this
 	// gateway's index
 	k, index int
-	used    int64 // last request, ns
-	evicted bool
+	used     int64 // last request, ns
+	evicted  bool
 	// prime is set on an entry that replaced one of the same key under
 	// another limit: its design knows nothing of the key yet, so its first
 	// request syncs it (with the old entry's last push) before deciding.

@@ -49,7 +49,7 @@ type Config struct {
 	// gateway joins Fleet, renews its membership every ClaimTTL/3, and
 	// K follows the members that renew (see Fleet).
 	Membership bool
-	Store         store.Backend // the central store; default a new memstore
+	Store      store.Backend // the central store; default a new memstore
 	// Timeout bounds each store call made while a request waits
 	// (central check, lease grant); default 50 ms.
 	Timeout time.Duration
@@ -175,8 +175,8 @@ type Limiter struct {
 	fleet        atomic.Pointer[fleet]
 	fleetChanges atomic.Int64
 	seen         map[int]bool // members ever seen live; the heartbeat's alone
-	closed    atomic.Bool
-	clock     *coarseClock // nil when Config.Now was given
+	closed       atomic.Bool
+	clock        *coarseClock // nil when Config.Now was given
 }
 
 // withDefaults fills in c's defaults and checks it.
