@@ -244,3 +244,47 @@ type Lazy interface {
 
 // Forever is QuietSyncs' answer when no upcoming sync matters.
 const Forever = int(^uint(0) >> 1)
+
+// Heir is a Gateway that can take over the local quota's history of an
+// earlier Gateway of the same design for the same key, made under another
+// fleet size or limit: a driver that makes a key anew hands it on, so that
+// the local quota (split's rule, every design's fallback) keeps counting
+// the admits the key's window still holds.
+type Heir interface {
+	// Inherit takes old's own admits that count at now; old is of the
+	// same design, and its driver pushes what old had not pushed.
+	Inherit(now int64, old Gateway)
+}
+
+// inherit is Heir.Inherit for a design whose record is the local one
+// reached through rec.
+func inherit[T Gateway](now int64, into *local, old Gateway, rec func(T) *local) {
+	if o, ok := old.(T); ok {
+		into.inherit(now, rec(o))
+	}
+}
+
+// Inherit takes old's local history (Heir).
+func (s *split) Inherit(now int64, old Gateway) {
+	inherit(now, &s.local, old, func(o *split) *local { return &o.local })
+}
+
+// Inherit takes old's local history (Heir).
+func (c *counter) Inherit(now int64, old Gateway) {
+	inherit(now, &c.local, old, func(o *counter) *local { return &o.local })
+}
+
+// Inherit takes old's local history (Heir).
+func (h *headroom) Inherit(now int64, old Gateway) {
+	inherit(now, &h.local, old, func(o *headroom) *local { return &o.local })
+}
+
+// Inherit takes old's local history (Heir).
+func (l *lease) Inherit(now int64, old Gateway) {
+	inherit(now, &l.local, old, func(o *lease) *local { return &o.local })
+}
+
+// Inherit takes old's local history (Heir).
+func (c *centralLog) Inherit(now int64, old Gateway) {
+	inherit(now, &c.local, old, func(o *centralLog) *local { return &o.local })
+}

@@ -189,3 +189,24 @@ func (l *local) view(now int64, used int, oldest int64, ok bool) (int, int64) {
 	}
 	return left, l.spec.Reset(now, oldest)
 }
+
+// inherit takes into the quota's history the admits of old, a record of the
+// same key made under another fleet or limit, that still count at now. They
+// count as acknowledged: old's driver pushes what old had not, so this
+// record never pushes them again.
+func (l *local) inherit(now int64, old *local) {
+	from := old.age(now)
+	for i := from; i < len(old.stamps); i++ {
+		l.stamps = append(l.stamps, old.stamps[i])
+		l.counts = append(l.counts, old.counts[i])
+		c := l.base + int64(old.counts[i])
+		if n := len(l.cum); n > 0 {
+			c = l.cum[n-1] + int64(old.counts[i])
+		}
+		l.cum = append(l.cum, c)
+		if old.counts[i] > 1 {
+			l.heavy++
+		}
+	}
+	l.acked, l.pushed = len(l.stamps), len(l.stamps)
+}

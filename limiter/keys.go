@@ -87,6 +87,11 @@ func (l *Limiter) create(key string, lim Limit, now int64) *entry {
 	ne := l.newEntry(key, lim)
 	if old != nil { // the limit or the fleet changed: push what the old state had
 		l.retire(old, now)
+		if h, ok := ne.gw.(design.Heir); ok { // and keep counting it in the local quota
+			old.mu.Lock()
+			h.Inherit(now, old.gw)
+			old.mu.Unlock()
+		}
 		ne.prime = true
 	} else {
 		l.nkeys.Add(1)

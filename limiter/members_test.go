@@ -71,6 +71,11 @@ func TestMembership(t *testing.T) {
 	if n := admitted(a, "q2", 10); n != 6 {
 		t.Fatalf("at K = 2 split admitted %d of 10, want ceil(12/2) = 6", n)
 	}
+	// Key q, made under K = 3 with its 4 admits, is made anew under
+	// K = 2 and keeps counting them: 2 more, not 6.
+	if n := admitted(a, "q", 10); n != 2 {
+		t.Fatalf("key q after K went from 3 to 2: %d more admitted, want 6 - 4 = 2", n)
+	}
 	// A member that stops renewing is forgotten after its TTL.
 	rdb := srv.Client()
 	defer rdb.Close()

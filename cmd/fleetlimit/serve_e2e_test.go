@@ -219,36 +219,42 @@ func startFleet(t *testing.T, cfgPath, redisAddr string, k int) ([]pb.RateLimitS
 	var https []string
 	var procs []*exec.Cmd
 	for i := 0; i < k; i++ {
-		grpcAddr, httpAddr := freeAddr(t), freeAddr(t)
-		cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath, "--redis", redisAddr,
-			"--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--gateways", fmt.Sprint(k), "--gateway", fmt.Sprint(i),
-			"--reload-interval", "50ms")
-		cmd.Env = append(os.Environ(), "FLEETLIMIT_E2E_CHILD=1")
-		cmd.Stderr = &testWriter{t: t, prefix: fmt.Sprintf("serve %d: ", i)}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		procs = append(procs, cmd)
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			resp, err := http.Get("http://" + httpAddr + "/healthcheck")
-			if err == nil {
-				resp.Body.Close()
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("serve %d did not come up: %v", i, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		clients = append(clients, pb.NewRateLimitServiceClient(conn))
-		https = append(https, httpAddr)
+		c, h, p := startServeProc(t, cfgPath, redisAddr, fmt.Sprintf("serve %d: ", i), "--gateways", fmt.Sprint(k), "--gateway", fmt.Sprint(i))
+		clients, https, procs = append(clients, c), append(https, h), append(procs, p)
 	}
 	return clients, https, procs
+}
+
+// startServeProc starts one serve process on redisAddr with extra flags, waits
+// until it answers, and returns a gRPC client, its HTTP address and the
+// process; its log lines go to the test's, prefixed.
+func startServeProc(t *testing.T, cfgPath, redisAddr, prefix string, extra ...string) (pb.RateLimitServiceClient, string, *exec.Cmd) {
+	grpcAddr, httpAddr := freeAddr(t), freeAddr(t)
+	args := append([]string{"serve", "--config", cfgPath, "--redis", redisAddr,
+		"--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--reload-interval", "50ms"}, extra...)
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "FLEETLIMIT_E2E_CHILD=1")
+	cmd.Stderr = &testWriter{t: t, prefix: prefix}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + httpAddr + "/healthcheck")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%sdid not come up: %v", prefix, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return pb.NewRateLimitServiceClient(conn), httpAddr, cmd
 }
