@@ -34,6 +34,8 @@ const (
 	evPull                    // a pull reaches the gateway
 	evSyncLost                // the gateway gives up on a sync whose push or pull was lost
 	evAnswer                  // an answer reaches the gateway
+	evMembers                 // the fleet's size changes
+	evLearn                   // a gateway learns the fleet's size
 )
 
 // event is something in flight.
@@ -50,6 +52,8 @@ type event struct {
 	pull store.Pull
 	q    store.Query
 	a    store.Answer
+	k    int   // evMembers, evLearn: the fleet's size
+	gone []int // evLearn: the members that left, as the gateway learns them
 }
 
 // waitKind is what waits at a gateway while it waits on the store.
@@ -75,15 +79,28 @@ type gwState struct {
 	queue   []deferred
 	life    uint32
 	off     int64 // its clock: true time + off
+	// membership: whether it is live, the K it decides with, the
+	// departed members it knows of, its designs made anew in this life,
+	// and the phase of its heartbeats
+	alive   bool
+	k       int
+	gone    []int
+	remakes uint64
+	beat    int64
 }
 
+// epoch is the epoch of the gateway's design now: later for every restart
+// and every remaking.
+func (s *gwState) epoch() uint64 { return uint64(s.life)<<20 + s.remakes }
+
 type engine struct {
-	r   *runner
-	d   *delays
-	f   Faults
-	gs  []gwState
-	ev  eventHeap
-	seq uint64
+	r    *runner
+	d    *delays
+	f    Faults
+	gs   []gwState
+	ev   eventHeap
+	seq  uint64
+	live int // gateways 0 to live-1 are the fleet
 }
 
 // faulty runs r with its faults.
@@ -93,6 +110,7 @@ func (r *runner) faulty() {
 	for i, off := range clockOffsets(f.Skew, r.p.Seed, len(e.gs)) {
 		e.gs[i].off = off
 	}
+	e.membership()
 	for _, rs := range f.Restarts {
 		for g := range e.gs {
 			if rs.Gateway == AllGateways || rs.Gateway == g {
@@ -186,7 +204,13 @@ func (e *engine) handle(ev event) {
 	r := e.r
 	switch ev.kind {
 	case evRestart:
-		e.restart(ev.t, ev.g)
+		if e.gs[ev.g].alive {
+			e.restart(ev.t, ev.g)
+		}
+	case evMembers:
+		e.resize(ev.t, ev.k)
+	case evLearn:
+		e.learn(ev)
 	case evStoreSync:
 		if e.d.lost(e.f.Loss) {
 			e.schedule(event{t: ev.t + ev.back, kind: evSyncLost, g: ev.g, life: ev.life})
@@ -230,6 +254,7 @@ func (e *engine) handle(ev event) {
 func (e *engine) syncDue(t int64, g int) {
 	s := &e.gs[g]
 	switch {
+	case !s.alive:
 	case s.syncing:
 		// the last one is still out: this one is left out
 	case s.waiting:
@@ -247,6 +272,7 @@ func (e *engine) startSync(t int64, g int) {
 	held := r.heldBefore(g)
 	now := e.clock(t, g)
 	push := gw.SyncPush(now)
+	push.Gone = s.gone
 	r.m.performed++
 	r.heldAfter(t, g, held)
 	if e.f.RTT == 0 {
@@ -275,6 +301,9 @@ func (e *engine) pull(t int64, g int, p store.Pull) {
 
 // arrive is a request at t of traffic c reaching gateway g.
 func (e *engine) arrive(t int64, g, c int) {
+	if !e.gs[g].alive { // a targeted part's gateway that left
+		g %= e.live
+	}
 	if s := &e.gs[g]; s.waiting {
 		s.queue = append(s.queue, deferred{kind: waitArrival, c: c})
 		return
@@ -359,9 +388,10 @@ func (e *engine) restart(t int64, g int) {
 	e.dropQueue(t, g)
 	held := r.heldBefore(g)
 	s.life++
+	s.remakes = 0
 	s.waiting, s.syncing = false, false
 	cfg := r.gatewayConfig(g)
-	cfg.Epoch = uint64(s.life)
+	cfg.Gateways, cfg.Epoch = s.k, s.epoch()
 	r.gws[g] = r.info.New(cfg)
 	if r.info.Leases {
 		r.m.held(t, -held)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fleetlimit/fleetlimit/design"
 )
 
 // Faults are the ways a run's store and gateways depart from the study's
@@ -35,7 +37,32 @@ type Faults struct {
 	// Restarts are the times a gateway loses its state (admits not yet
 	// pushed, lease slots held, requests waiting).
 	Restarts []Restart
+	// Members are changes of the fleet's size, in time order: at At the
+	// live gateways become Gateways. Newcomers take the lowest free
+	// indexes; departures are the highest indexes, and crash (their
+	// unsynced admits are lost, their lease slots stay counted until the
+	// others learn they left). Traffic goes to the live gateways at once.
+	// The others learn of a change as the live limiter's membership does:
+	// a newcomer knows the fleet when it joins; the others at their next
+	// heartbeat (every MemberTTL/3, at a phase drawn per gateway) after a
+	// join, or after a departed member's registration lapses (MemberTTL
+	// after its last heartbeat). A gateway that learns makes its design
+	// anew under the new K, inheriting its local quota's history, pushes
+	// what the old one had not, and syncs at once; its later pushes settle
+	// the departed members' lease slots (store.Push.Gone).
+	Members []MemberChange
+	// MemberTTL is the membership's lease; 0: 10 s, the live default.
+	MemberTTL time.Duration
 }
+
+// MemberChange is the fleet's size changing at a time.
+type MemberChange struct {
+	At       time.Duration
+	Gateways int
+}
+
+// DefaultMemberTTL is the live limiter's default membership lease.
+const DefaultMemberTTL = 10 * time.Second
 
 // Restart is a gateway losing its state at a time.
 type Restart struct {
@@ -55,7 +82,24 @@ const (
 
 // Active reports whether any fault is set.
 func (f Faults) Active() bool {
-	return f.RTT > 0 || f.Loss > 0 || f.Skew > 0 || len(f.Restarts) > 0
+	return f.RTT > 0 || f.Loss > 0 || f.Skew > 0 || len(f.Restarts) > 0 || len(f.Members) > 0
+}
+
+// memberTTL is the membership's lease.
+func (f Faults) memberTTL() time.Duration {
+	if f.MemberTTL > 0 {
+		return f.MemberTTL
+	}
+	return DefaultMemberTTL
+}
+
+// slots is how many gateway indexes a run with faults f and k gateways at
+// the start uses: the most live at once.
+func (f Faults) slots(k int) int {
+	for _, c := range f.Members {
+		k = max(k, c.Gateways)
+	}
+	return k
 }
 
 func (f Faults) validate(p Params) error {
@@ -70,6 +114,19 @@ func (f Faults) validate(p Params) error {
 		return fmt.Errorf("clock skew %v: must be between 0 and %v", f.Skew, MaxSkew)
 	case len(f.Restarts) > MaxRestarts:
 		return fmt.Errorf("%d restarts: at most %d", len(f.Restarts), MaxRestarts)
+	}
+	var last time.Duration
+	for _, c := range f.Members {
+		switch {
+		case c.At <= last || c.At >= p.Duration:
+			return fmt.Errorf("members change at %v: must be inside the run (0, %v) and after the one before", c.At, p.Duration)
+		case c.Gateways < 1 || c.Gateways > design.MaxGateways:
+			return fmt.Errorf("members change at %v to %d gateways: must be between 1 and %d", c.At, c.Gateways, design.MaxGateways)
+		}
+		last = c.At
+	}
+	if f.MemberTTL < 0 || f.MemberTTL > time.Hour {
+		return fmt.Errorf("member ttl %v: want 0 (10s) to 1h", f.MemberTTL)
 	}
 	for _, r := range f.Restarts {
 		switch {
@@ -101,6 +158,12 @@ func (f Faults) flags() string {
 	if len(f.Restarts) > 0 {
 		s += " --restart " + RestartsString(f.Restarts)
 	}
+	if len(f.Members) > 0 {
+		s += " --members " + MembersString(f.Members)
+	}
+	if f.MemberTTL > 0 {
+		s += " --member-ttl " + f.MemberTTL.String()
+	}
 	return s
 }
 
@@ -129,8 +192,12 @@ func ParseFaults(s string) (Faults, error) {
 			f.Skew, err = time.ParseDuration(v)
 		case "--restart":
 			f.Restarts, err = ParseRestarts(v)
+		case "--members":
+			f.Members, err = ParseMembers(v)
+		case "--member-ttl":
+			f.MemberTTL, err = time.ParseDuration(v)
 		default:
-			err = fmt.Errorf("unknown flag %q: want --rtt, --rtt-p99, --sync-loss, --clock-skew or --restart", fields[i])
+			err = fmt.Errorf("unknown flag %q: want --rtt, --rtt-p99, --sync-loss, --clock-skew, --restart, --members or --member-ttl", fields[i])
 		}
 		if err != nil {
 			return Faults{}, fmt.Errorf("faults %q: %w", s, err)
@@ -176,6 +243,37 @@ func ParseRestarts(s string) ([]Restart, error) {
 			}
 		}
 		out = append(out, r)
+	}
+	return out, nil
+}
+
+// MembersString is the --members form of cs: "5m:9,12m:7".
+func MembersString(cs []MemberChange) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = c.At.String() + ":" + strconv.Itoa(c.Gateways)
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseMembers parses fleet size changes written T:K (at time T the fleet
+// becomes K gateways), several joined by commas.
+func ParseMembers(s string) ([]MemberChange, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []MemberChange
+	for _, part := range strings.Split(s, ",") {
+		at, k, has := strings.Cut(strings.TrimSpace(part), ":")
+		d, err := time.ParseDuration(at)
+		if err != nil || d <= 0 || !has {
+			return nil, fmt.Errorf("members %q: want T:K with T a positive duration, e.g. 5m:9", part)
+		}
+		n, err := strconv.Atoi(k)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("members %q: %q is not a fleet size of at least 1; want T:K, e.g. 5m:9", part, k)
+		}
+		out = append(out, MemberChange{At: d, Gateways: n})
 	}
 	return out, nil
 }

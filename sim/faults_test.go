@@ -268,3 +268,74 @@ func TestFaultsBadInput(t *testing.T) {
 		t.Fatalf("ParseRestarts: %v %v", rs, err)
 	}
 }
+
+// A fleet that changes size: split's quota follows K once the gateways
+// learn it (a fleet of 4 shrinking to 2 still admits all of L, where the
+// two left with quarter quotas would admit half); lease stays exact and the
+// departed gateways' slots come back; and while a join is learnt split
+// admits at most the quotas of the old and the new K together.
+func TestMembersChanges(t *testing.T) {
+	run := func(design string, k int, members string) Result {
+		t.Helper()
+		ms, err := ParseMembers(members)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := Defaults()
+		p.Design, p.Gateways, p.Duration, p.Seed = design, k, 20*time.Minute, 2
+		p.Traffic = Traffic{Kind: Flood, Factor: 10}
+		p.Faults.Members = ms
+		r, err := Run(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := run("split", 4, "5m:2"); r.AdmittedX < 0.97 {
+		t.Errorf("split 4 -> 2: admitted_x %.3f, want about 1: the two left must learn K = 2", r.AdmittedX)
+	}
+	if r := run("lease", 4, "5m:3"); r.AdmittedX < 0.99 || r.WorstWindowX > 1 {
+		t.Errorf("lease 4 -> 3: admitted_x %.3f, worst window %.3f: want 1 and at most 1", r.AdmittedX, r.WorstWindowX)
+	}
+	// 2 gateways at ceil(100/2) and 2 newcomers at ceil(100/4): 150.
+	if r := run("split", 2, "5m:4"); r.WorstWindowX > 1.5 || r.AdmittedX < 0.97 {
+		t.Errorf("split 2 -> 4: worst window %.3f (bound 1.5), admitted_x %.3f", r.WorstWindowX, r.AdmittedX)
+	}
+}
+
+func TestMembersBadInput(t *testing.T) {
+	for in, want := range map[string]string{
+		"5m":     `members "5m": want T:K with T a positive duration, e.g. 5m:9`,
+		"5m:0":   `members "5m:0": "0" is not a fleet size of at least 1; want T:K, e.g. 5m:9`,
+		"-1m:3":  `members "-1m:3": want T:K with T a positive duration, e.g. 5m:9`,
+		"5m:two": `members "5m:two": "two" is not a fleet size of at least 1; want T:K, e.g. 5m:9`,
+	} {
+		if _, err := ParseMembers(in); err == nil || err.Error() != want {
+			t.Errorf("ParseMembers(%q) = %v, want %q", in, err, want)
+		}
+	}
+	p := Defaults()
+	p.Faults.Members = []MemberChange{{At: 5 * time.Minute, Gateways: 3}, {At: 2 * time.Minute, Gateways: 2}}
+	if err := p.Validate(); err == nil {
+		t.Error("members changes out of order were taken")
+	}
+}
+
+// The lease slots a crashed member held come back: at the end of a run
+// whose fleet shrank, the store counts none outstanding for the departed.
+func TestMembersSlotsComeBack(t *testing.T) {
+	p := Defaults()
+	p.Design, p.Gateways, p.Duration, p.Seed = "lease", 4, 20*time.Minute, 3
+	p.Traffic = Traffic{Kind: Steady, Factor: 0.8}
+	p.Faults.Members = []MemberChange{{At: 5 * time.Minute, Gateways: 2}}
+	r, err := newRunner(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.execute(modeFaulty)
+	for g := 2; g < 4; g++ {
+		if out := r.key.OutstandingOf(g); out != 0 {
+			t.Errorf("the store counts %d slots outstanding for departed gateway %d", out, g)
+		}
+	}
+}

@@ -57,6 +57,16 @@ func (pt *part) pick() int {
 	return pt.route.pick()
 }
 
+// setLive makes the routed parts reach the first k gateways; a targeted
+// part's arrivals for a gateway past them go to the driver to remap.
+func (m *mix) setLive(k int) {
+	for _, pt := range m.parts {
+		if pt.route != nil {
+			pt.route.setK(k)
+		}
+	}
+}
+
 // mix merges its parts' arrivals in time order (ties to the earlier part).
 type mix struct{ parts []*part }
 

@@ -36,13 +36,14 @@ func ParseRouting(s string) (Routing, error) {
 
 // router picks gateways from its own random stream.
 type router struct {
-	rng *rand.Rand
-	k   int
-	cdf []float64 // Uneven: cumulative probabilities, last = 1
+	rng    *rand.Rand
+	k      int
+	uneven bool
+	cdf    []float64 // Uneven: cumulative probabilities, last = 1
 }
 
 func newRouter(rng *rand.Rand, r Routing, k int) *router {
-	rt := &router{rng: rng, k: k}
+	rt := &router{rng: rng, k: k, uneven: r == Uneven}
 	if r == Uneven && k > 1 {
 		var sum float64
 		for i := 1; i <= k; i++ {
@@ -56,6 +57,16 @@ func newRouter(rng *rand.Rand, r Routing, k int) *router {
 		rt.cdf[k-1] = 1
 	}
 	return rt
+}
+
+// setK makes the router pick among the first k gateways, as it would in a
+// fleet of k.
+func (r *router) setK(k int) {
+	routing := Even
+	if r.uneven {
+		routing = Uneven
+	}
+	*r = *newRouter(r.rng, routing, k)
 }
 
 func (r *router) pick() int {

@@ -255,6 +255,7 @@ const (
 	streamPhases
 	streamFaults // round trips and losses
 	streamSkew   // the gateways' clocks
+	streamBeats  // the phases of the membership's heartbeats
 )
 
 func rngFor(seed uint64, stream uint64) *rand.Rand {
@@ -319,10 +320,10 @@ func newRunner(p Params, trace Trace) (*runner, error) {
 		return nil, err
 	}
 	info, _ := design.Lookup(p.Design)
-	k := p.Gateways
+	k := p.Faults.slots(p.Gateways) // indexes that gateways joining later take too
 	r := &runner{p: p, info: info, trace: trace, delta: int64(p.Sync), end: int64(p.Duration)}
 	r.gws = make([]design.Gateway, k)
-	for i := range r.gws {
+	for i := range p.Gateways {
 		r.gws[i] = info.New(r.gatewayConfig(i))
 	}
 	r.key = memstore.NewKey(p.Limit, p.Spec())
@@ -346,7 +347,7 @@ func newRunner(p Params, trace Trace) (*runner, error) {
 	}
 	sort.SliceStable(r.order, func(a, b int) bool { return r.phase[r.order[a]] < r.phase[r.order[b]] })
 	if !info.NoSync {
-		for _, ph := range r.phase {
+		for _, ph := range r.phase[:p.Gateways] {
 			if ph < r.end {
 				r.m.syncs += (r.end - ph + r.delta - 1) / r.delta
 			}

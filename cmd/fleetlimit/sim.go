@@ -21,6 +21,7 @@ func newSimCmd() *cobra.Command {
 	var (
 		traffic, routing, kind string
 		restarts               string
+		members                string
 		seeds                  int
 		asJSON                 bool
 		workers                int
@@ -77,6 +78,9 @@ entries held.`,
 				return usageError{err}
 			}
 			if d.WindowKind, err = window.ParseKind(kind); err != nil {
+				return usageError{err}
+			}
+			if d.Faults.Members, err = sim.ParseMembers(members); err != nil {
 				return usageError{err}
 			}
 			if d.Faults.Restarts, err = sim.ParseRestarts(restarts); err != nil {
@@ -138,6 +142,8 @@ entries held.`,
 	f.Float64Var(&d.Faults.Loss, "sync-loss", 0, "probability that a sync's push, and again its pull, is lost")
 	f.DurationVar(&d.Faults.Skew, "clock-skew", 0, "each gateway's clock is off by an amount drawn from [-D, D]")
 	f.StringVar(&restarts, "restart", "", "T:G,... gateway G (or all) loses its unsynced state at time T")
+	f.StringVar(&members, "members", "", "T:K,... the fleet becomes K gateways at time T: newcomers join, or the highest indexes crash; the others learn at their membership heartbeats")
+	f.DurationVar(&d.Faults.MemberTTL, "member-ttl", 0, "the membership's lease: heartbeats every third of it, a crashed member forgotten after it (0: 10s, serve's default)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.IntVar(&workers, "workers", 0, "parallel runs (0: one per core)")
 	f.IntVar(&keys, "keys", 1, "N keys through the fleet at once: --traffic is each key's on average, spread by --key-dist; reports what the store carries")
@@ -211,6 +217,7 @@ func writeSimJSON(w io.Writer, p sim.Params, results []sim.Result) error {
 		SyncLoss          float64  `json:"sync_loss,omitempty"`
 		ClockSkew         string   `json:"clock_skew,omitempty"`
 		Restarts          string   `json:"restarts,omitempty"`
+		Members           string   `json:"members,omitempty"`
 		Seed              uint64   `json:"seed"`
 		Seeds             int      `json:"seeds"`
 		AdmittedX         float64  `json:"admitted_x"`
@@ -222,7 +229,7 @@ func writeSimJSON(w io.Writer, p sim.Params, results []sim.Result) error {
 		Runs              []simRun `json:"runs"`
 	}{p.Design, p.Gateways, p.Sync.String(), p.Limit, p.Window.String(), p.WindowKind.String(), p.WindowBuckets,
 		p.MixString(), p.Routing.String(), p.Duration.String(), p.AlignedSync, leasePolicy(p),
-		durText(p.Faults.RTT), durText(p.Faults.RTTP99), p.Faults.Loss, durText(p.Faults.Skew), sim.RestartsString(p.Faults.Restarts), p.Seed, len(results),
+		durText(p.Faults.RTT), durText(p.Faults.RTTP99), p.Faults.Loss, durText(p.Faults.Skew), sim.RestartsString(p.Faults.Restarts), sim.MembersString(p.Faults.Members), p.Seed, len(results),
 		m.AdmittedX, m.WorstWindowX, m.WorstFixedWindowX, m.RejectedPct, m.RoundTripPct, m.StrandedX, runs}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -142,6 +142,15 @@ func (k *Key) Entries() int {
 // Outstanding returns the lease slots granted and not yet settled, fleet-wide.
 func (k *Key) Outstanding() int { return k.outTotal }
 
+// OutstandingOf returns the lease slots granted to gateway gw and not yet
+// settled.
+func (k *Key) OutstandingOf(gw int) int {
+	if gw < 0 || gw >= len(k.out) {
+		return 0
+	}
+	return k.out[gw]
+}
+
 // Stamps appends the timestamps inside the window at now to dst, ascending,
 // each as many times as the requests it stands for.
 func (k *Key) Stamps(dst []int64, now int64) []int64 {
