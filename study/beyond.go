@@ -46,6 +46,7 @@ func (s section) beyond() {
 	s.store("Store round trips", "rtt", s.rtts(), "store round trip (ms)", "worst_window_x_rtt.png")
 	s.store("Lost syncs", "loss", s.losses(), "syncs lost (%)", "worst_window_x_loss.png")
 	s.restarts()
+	s.members()
 }
 
 func (s section) has(part string) bool {
@@ -321,6 +322,40 @@ func (s section) restarts() {
 	s.b.WriteString("\nA restart loses the admits made since the last sync (at most one interval's) and the lease slots held, which the store " +
 		"keeps counted until the gateway's next push settles them: the designs that admit before they sync can over-admit by what " +
 		"one interval lets through, the leases strand their slots for one interval instead.\n\n")
+}
+
+// members writes the fleet's changes of size: floods and honest traffic
+// beside the same runs with a fixed fleet.
+func (s section) members() {
+	f := sim.Faults{Members: BeyondMembers}
+	fmt.Fprintf(s.b, "### A fleet that changes: %s (K = %d at the start; a newcomer, then crashes)\n\n", sim.MembersString(BeyondMembers), refK)
+	ww := func(m Mean) string { return fmt.Sprintf("%.2f", m.WorstWindowX) }
+	rej := func(m Mean) string { return fmt.Sprintf("%.3f", m.RejectedPct) }
+	head := []string{"design", "flood: worst_window_x", "flood: admitted_x", "fixed fleet: worst_window_x", "fixed fleet: admitted_x",
+		"honest: rejected_pct", "fixed fleet: rejected_pct"}
+	var tbl [][]string
+	worst, worstD := 0.0, ""
+	for _, d := range s.designs {
+		tbl = append(tbl, []string{d, s.t.fmt(floodCell(d, f), ww), s.t.fmt(floodCell(d, f), admitted),
+			s.t.fmt(floodCell(d, sim.Faults{}), ww), s.t.fmt(floodCell(d, sim.Faults{}), admitted),
+			s.t.fmt(honestFaultCell(d, f), rej), s.t.fmt(honestFaultCell(d, sim.Faults{}), rej)})
+		a, ok1 := s.t[floodCell(d, f)]
+		b, ok2 := s.t[floodCell(d, sim.Faults{})]
+		if ok1 && ok2 && a.WorstWindowX-b.WorstWindowX > worst {
+			worst, worstD = a.WorstWindowX-b.WorstWindowX, d
+		}
+	}
+	writeTable(s.b, head, tbl)
+	fmt.Fprintf(s.b, "\nThe gateways learn each change at their membership heartbeats (every %v; a crashed member is forgotten %v after its "+
+		"last), make their designs anew under the new K, keeping their local quotas' history, and settle the crashed members' lease "+
+		"slots at their syncs. The crashes lose what was not pushed, as restarts do. ", (sim.DefaultMemberTTL / 3).Round(time.Millisecond), sim.DefaultMemberTTL)
+	if worstD != "" {
+		fmt.Fprintf(s.b, "The largest rise of a flood's worst window over the fixed fleet's is %s's, %.2f L: while some gateways still "+
+			"decide with the old K, the quotas of the old and the new fleet add up.", worstD, worst)
+	} else {
+		s.b.WriteString("No flood's worst window rises over the fixed fleet's.")
+	}
+	s.b.WriteString("\n\n")
 }
 
 func restartTimes() string {

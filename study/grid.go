@@ -155,6 +155,9 @@ var (
 	BeyondRestarts = []sim.Restart{{At: 5 * time.Minute, Gateway: sim.AllGateways}, {At: 10 * time.Minute, Gateway: sim.AllGateways},
 		{At: 15 * time.Minute, Gateway: sim.AllGateways}}
 	BeyondTargetKs = []int{refK, 32}
+	// BeyondMembers grow the fleet of 8 by one at 5 minutes and crash
+	// three of its 9 at 12 (sim.Faults.Members).
+	BeyondMembers = []sim.MemberChange{{At: 5 * time.Minute, Gateways: refK + 1}, {At: 12 * time.Minute, Gateways: refK - 2}}
 )
 
 // The beyond part's runs.
@@ -222,6 +225,8 @@ func beyond(name string) []Run {
 	}
 	flood(sim.Faults{Restarts: BeyondRestarts})
 	honest(sim.Faults{Restarts: BeyondRestarts})
+	flood(sim.Faults{Members: BeyondMembers})
+	honest(sim.Faults{Members: BeyondMembers})
 	return runs
 }
 
