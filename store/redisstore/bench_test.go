@@ -74,6 +74,51 @@ func syncChanged(b *testing.B, st *redisstore.Store, sp window.Spec, n int) {
 	b.ReportMetric(cpu/float64(syncs*n), "redis-µs/key")
 }
 
+// BenchmarkSyncFloor: what any script that reads and writes each key costs
+// Redis, for comparison with BenchmarkSyncChangedKeys: 100 keys a call, one
+// packed argument a key as the counters' sync has, and per key nothing
+// ("args"), one GET of a 300-byte record ("get"), or that and one SETRANGE
+// ("get+setrange").
+func BenchmarkSyncFloor(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client()
+	defer rdb.Close()
+	ctx := context.Background()
+	const n, batch = 10000, 100
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("floor:{%d}:c", i)
+		if err := rdb.Set(ctx, keys[i], strings.Repeat("x", 300), 0).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	arg := strings.Repeat("a", 56)
+	for _, v := range []struct{ name, body string }{
+		{"args", ""},
+		{"get", "local s = redis.call('GET', KEYS[k])"},
+		{"get+setrange", "local s = redis.call('GET', KEYS[k]) redis.call('SETRANGE', KEYS[k], 40, string.sub(ARGV[k], 1, 48))"},
+	} {
+		sc := redis.NewScript("local r = {} for k = 1, #KEYS do local a = ARGV[k] " + v.body + " r[k] = 1 end return r")
+		b.Run(v.name, func(b *testing.B) {
+			args := make([]any, batch)
+			for i := range args {
+				args[i] = arg
+			}
+			before := scriptCPU(b, rdb)
+			calls := 0
+			for b.Loop() {
+				for i := 0; i < n; i += batch {
+					if err := sc.Run(ctx, rdb, keys[i:i+batch], args...).Err(); err != nil {
+						b.Fatal(err)
+					}
+					calls++
+				}
+			}
+			b.ReportMetric((scriptCPU(b, rdb)-before)/float64(calls*batch), "redis-µs/key")
+		})
+	}
+}
+
 // scriptCPU is the CPU, µs, Redis has spent in scripts (EVALSHA and EVAL)
 // since its statistics were last reset.
 func scriptCPU(b *testing.B, rdb redis.UniversalClient) float64 {
