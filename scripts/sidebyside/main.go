@@ -37,7 +37,7 @@ func main() {
 	fleet := flag.String("fleetlimit", "", "fleetlimit binary (default: built from this tree)")
 	before := flag.String("before", "", "another fleetlimit binary, run as the systems named before/DESIGN (to compare builds)")
 	systems := flag.String("systems", "bare,upstream,shared-counter,central-counter,central-log",
-		"systems to run: bare (a gRPC server that answers OK at once: what the RPC itself costs), upstream, or a fleetlimit design")
+		"systems to run: bare (a gRPC server that answers OK at once: what the RPC itself costs), upstream, or a fleetlimit design, DESIGN+counters for its fixed windows in one counter (window_buckets 1) instead of the exact log")
 	concs := flag.String("concurrency", "8,32,128", "load generator concurrencies")
 	reps := flag.Int("reps", 3, "repetitions of each run")
 	dur := flag.Duration("duration", 10*time.Second, "length of each run")
@@ -154,6 +154,10 @@ func once(fleet, before, upstream, sys, root string, redisPid int, redisAddr str
 			bin, design = before, d
 		}
 		cmd = exec.Command(bin, "serve", "--drain-delay", "0s")
+		if d, ok := strings.CutSuffix(design, "+counters"); ok {
+			design = d
+			env = append(env, "FLEETLIMIT_WINDOW_BUCKETS=1")
+		}
 		env = append(env, "FLEETLIMIT_DESIGN="+design)
 	}
 	cmd.Env = env
