@@ -52,27 +52,36 @@ func (l *Limiter) claim() error {
 // TTL) is said once, counted in Stats.ClaimLost, and taken back when it
 // is free again.
 func (l *Limiter) renewClaim(c store.Claimer) {
-	defer close(l.claimDone)
-	t := time.NewTicker(l.cfg.ClaimTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.claimStop:
-			ctx, cancel := context.WithTimeout(context.Background(), l.cfg.SyncTimeout)
-			c.Release(ctx, l.cfg.Fleet, l.cfg.Gateway, l.cfg.Instance)
-			cancel()
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.SyncTimeout)
+	l.every(func(ctx context.Context) {
 		holder, ok, err := c.Claim(ctx, l.cfg.Fleet, l.cfg.Gateway, l.cfg.Instance, l.cfg.ClaimTTL)
-		cancel()
 		if err != nil {
-			continue // the store is unreachable: the syncs say so
+			return // the store is unreachable: the syncs say so
 		}
 		if lost := !ok; l.claimLost.Swap(lost) != lost && lost {
 			l.cfg.Logger.Error("fleetlimit: another process holds this gateway's index; both admit its share until one stops",
 				"gateway", l.cfg.Gateway, "holder", holder)
 		}
+	}, func(ctx context.Context) { c.Release(ctx, l.cfg.Fleet, l.cfg.Gateway, l.cfg.Instance) })
+}
+
+// every runs tick every third of ClaimTTL until Close, and then stop, each
+// within SyncTimeout; it closes claimDone when done.
+func (l *Limiter) every(tick, stop func(ctx context.Context)) {
+	defer close(l.claimDone)
+	call := func(f func(context.Context)) {
+		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.SyncTimeout)
+		defer cancel()
+		f(ctx)
+	}
+	t := time.NewTicker(l.cfg.ClaimTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.claimStop:
+			call(stop)
+			return
+		case <-t.C:
+		}
+		call(tick)
 	}
 }

@@ -88,37 +88,27 @@ func (l *Limiter) heartbeat(ctx context.Context, m store.Membership) (*fleet, er
 // renewing changes K, and the keys are made anew under the new K at their
 // next request (their unsynced admits pushed first).
 func (l *Limiter) beat(m store.Membership) {
-	defer close(l.claimDone)
-	t := time.NewTicker(l.cfg.ClaimTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.claimStop:
-			ctx, cancel := context.WithTimeout(context.Background(), l.cfg.SyncTimeout)
-			m.Leave(ctx, l.cfg.Fleet, l.cfg.Instance)
-			cancel()
-			return
-		case <-t.C:
+	l.every(func(ctx context.Context) {
+		if f, err := l.heartbeat(ctx, m); err == nil { // else the store is unreachable: the syncs say so
+			l.takeFleet(f)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.SyncTimeout)
-		f, err := l.heartbeat(ctx, m)
-		cancel()
-		if err != nil {
-			continue // the store is unreachable: the syncs say so
-		}
-		old := l.fleet.Load()
-		if f.k == old.k && f.index == old.index && slices.Equal(f.live, old.live) && slices.Equal(f.gone, old.gone) {
-			continue
-		}
-		l.fleet.Store(f)
-		if f.k != old.k || f.index != old.index {
-			l.fleetChanges.Add(1)
-		}
-		l.cfg.Logger.Info("fleetlimit: the fleet changed", "fleet", l.cfg.Fleet, "gateways", f.k, "was", old.k,
-			"gateway", f.index, "live", f.live)
-		if f.index != old.index {
-			l.cfg.Logger.Error("fleetlimit: this gateway's membership lapsed and it took a new index; admits it had not pushed under the old one may be lost",
-				"gateway", f.index, "was", old.index)
-		}
+	}, func(ctx context.Context) { m.Leave(ctx, l.cfg.Fleet, l.cfg.Instance) })
+}
+
+// takeFleet makes f the fleet this gateway decides with, saying what changed.
+func (l *Limiter) takeFleet(f *fleet) {
+	old := l.fleet.Load()
+	if f.k == old.k && f.index == old.index && slices.Equal(f.live, old.live) && slices.Equal(f.gone, old.gone) {
+		return
+	}
+	l.fleet.Store(f)
+	if f.k != old.k || f.index != old.index {
+		l.fleetChanges.Add(1)
+	}
+	l.cfg.Logger.Info("fleetlimit: the fleet changed", "fleet", l.cfg.Fleet, "gateways", f.k, "was", old.k,
+		"gateway", f.index, "live", f.live)
+	if f.index != old.index {
+		l.cfg.Logger.Error("fleetlimit: this gateway's membership lapsed and it took a new index; admits it had not pushed under the old one may be lost",
+			"gateway", f.index, "was", old.index)
 	}
 }

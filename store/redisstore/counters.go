@@ -454,14 +454,9 @@ func counterPull(vals []int64, sp window.Spec) (store.Pull, []int64, error) {
 // askCounted is Ask for a counted key: the central check or a grant, after
 // the push the query carries.
 func (s *Store) askCounted(ctx context.Context, now int64, k store.Key, gw int, q store.Query) (store.Answer, error) {
-	var sc *redis.Script
-	switch q.Kind {
-	case store.QueryCentral:
-		sc = counterCentralScript
-	case store.QueryGrant:
-		sc = counterGrantScript
-	default:
-		return store.Answer{}, fmt.Errorf("redisstore: unknown query kind %d", q.Kind)
+	sc, err := scriptFor(q.Kind, counterCentralScript, counterGrantScript)
+	if err != nil {
+		return store.Answer{}, err
 	}
 	own := 0
 	if q.Own {

@@ -400,14 +400,9 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 	if k.Window.Counters() {
 		return s.askCounted(ctx, now, k, gw, q)
 	}
-	var sc *redis.Script
-	switch q.Kind {
-	case store.QueryCentral:
-		sc = centralScript
-	case store.QueryGrant:
-		sc = grantScript
-	default:
-		return store.Answer{}, fmt.Errorf("redisstore: unknown query kind %d", q.Kind)
+	sc, err := scriptFor(q.Kind, centralScript, grantScript)
+	if err != nil {
+		return store.Answer{}, err
 	}
 	args := append(head(now, k, 0), us(now), gw, q.N, deadlineOf(ctx))
 	var c *redis.Cmd
@@ -419,6 +414,17 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 		c = run(ctx, s, sc, k.Name, args)
 	}
 	return answerOf(c, k, q)
+}
+
+// scriptFor is the script of a central check or a grant.
+func scriptFor(k store.QueryKind, central, grant *redis.Script) (*redis.Script, error) {
+	switch k {
+	case store.QueryCentral:
+		return central, nil
+	case store.QueryGrant:
+		return grant, nil
+	}
+	return nil, fmt.Errorf("redisstore: unknown query kind %d", k)
 }
 
 // deadlineOf is ctx's deadline in µs on the wall clock, 0 for none.
