@@ -77,8 +77,15 @@ entries held.`,
 			if d.Routing, err = sim.ParseRouting(routing); err != nil {
 				return usageError{err}
 			}
-			if d.WindowKind, err = window.ParseKind(kind); err != nil {
+			var buckets int
+			if d.WindowKind, buckets, err = window.ParseCounting(kind); err != nil {
 				return usageError{err}
+			}
+			if buckets > 0 {
+				if cmd.Flags().Changed("window-buckets") && d.WindowBuckets != buckets {
+					return usagef("--window-kind %s and --window-buckets %d disagree: give the counters once", kind, d.WindowBuckets)
+				}
+				d.WindowBuckets = buckets
 			}
 			if d.Faults.Members, err = sim.ParseMembers(members); err != nil {
 				return usageError{err}
@@ -134,7 +141,7 @@ entries held.`,
 	f.DurationVar(&d.Duration, "duration", d.Duration, "simulated time of one run (longer than the window)")
 	f.Uint64Var(&d.Seed, "seed", d.Seed, "first seed")
 	f.IntVar(&seeds, "seeds", 1, "number of seeds: runs seeds S..S+N-1 in parallel")
-	f.StringVar(&kind, "window-kind", "sliding", "sliding or fixed")
+	f.StringVar(&kind, "window-kind", "sliding", "sliding or fixed, or with its counters as the study's results name it: sliding/60 (= --window-buckets 60)")
 	f.IntVar(&d.WindowBuckets, "window-buckets", 0, "count each window in B counters of W/B (a fixed window: 1) instead of the exact log of admits; a bucket counts until its whole span has left the window (0: the exact log)")
 	f.BoolVar(&d.AlignedSync, "aligned-sync", false, "all gateways sync at the same instants (multiples of Δ)")
 	f.DurationVar(&d.Faults.RTT, "rtt", 0, "median store round trip (0: instant)")

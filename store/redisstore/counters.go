@@ -69,7 +69,8 @@ local function ints(n)
   return f
 end
 -- load reads record key k (a new one when absent or of another ring size,
--- whose count, if any, moves into bucket b0: counted longer, never less).
+-- whose count, if any, moves into the newest bucket the ring can hold,
+-- b0 + R - 2, at or after now's: counted longer, never less).
 local function load(k, R, b0)
   local s = call('GET', k)
   local r = {k = k, R = R, mods = {}, nmods = 0, G = 0, h = 5, lo = b0, n = 0, ot = 0, renewed = 0, hi = b0 - 1, s = ''}
@@ -82,7 +83,7 @@ local function load(k, R, b0)
   local lo, n, ot, renewed, rr, _, hi = sunpack(HFMT, s, h)
   if rr ~= R then
     r.new = true
-    if n > 0 then r.mods[b0 % R], r.nmods, r.n, r.hi = n, 1, n, b0 end
+    if n > 0 then r.mods[(b0 + R - 2) % R], r.nmods, r.n, r.hi = n, 1, n, b0 + R - 2 end
     return r
   end
   r.s, r.G, r.h, r.lo, r.n, r.ot, r.renewed, r.hi = s, g, h, lo, n, ot, renewed, hi

@@ -156,3 +156,42 @@ func norm(p store.Pull) string {
 	}
 	return s
 }
+
+// A counted key whose window is re-bucketed (another ring size) keeps its
+// count, moved into the newest bucket: counted longer, never less.
+func TestCountersRingChange(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rs, err := redisstore.Dial(ctx, srv.Addr, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	sync := func(now int64, k store.Key, p store.Push) store.Pull {
+		t.Helper()
+		items := []store.SyncItem{{Key: k, Push: p}}
+		if err := rs.Sync(ctx, now, items); err != nil {
+			t.Fatal(err)
+		}
+		return items[0].Pull
+	}
+	sec := int64(time.Second)
+	t0 := storetest.T0
+	k := store.Key{Name: "rebucket", Limit: 100, Window: window.Spec{Size: 10 * time.Second, Buckets: 10}}
+	sync(t0+5*sec, k, store.Push{Gateway: 0, Admits: []int64{t0 + sec, t0 + 4*sec}, Counts: []int{3, 4}, Seq: 1, Epoch: 1})
+	k.Window.Buckets = 5
+	p := sync(t0+6*sec, k, store.Push{Gateway: 1, Admits: []int64{t0 + 6*sec}, Seq: 1, Epoch: 1})
+	if p.Count != 8 {
+		t.Fatalf("after re-bucketing the count is %d, want the 7 carried over and 1 new", p.Count)
+	}
+	// The carried 7 sit in the newest bucket the ring holds at 6 s,
+	// [6 s, 8 s) of 2 s buckets, and leave the window at 18 s with the new
+	// admit: later than the exact log would let them go (11 s and 14 s),
+	// never earlier.
+	if p = sync(t0+14*sec+1, k, store.Push{Gateway: 1}); p.Count != 8 {
+		t.Fatalf("at 14 s the count is %d, want all 8 still counted", p.Count)
+	}
+	if p = sync(t0+18*sec, k, store.Push{Gateway: 1}); p.Count != 0 {
+		t.Fatalf("at 18 s the count is %d, want 0", p.Count)
+	}
+}
