@@ -70,7 +70,7 @@ func registerWatched(t *testing.T, tolerance float64) string {
 // the local budgets of one sync interval, Σ_j B_j. Held on adversarial
 // traffic: floods of every rate, aimed at one gateway or half the fleet,
 // pulsed, and sudden on an honest key, at both ends of the tolerance, and
-// with the window in 60 counters.
+// with the window in 60 counters of one Δ (K = 8).
 func TestHeadroomBound(t *testing.T) {
 	traffics := []string{"flood:1.5", "flood:10", "flood:100", "flood:1000", "flood:30@1", "flood:300@2",
 		"flood:1000~5s/55s", "steady:0.8,flood:30+5m", "steady:0.8,flood:1000+5m", "steady:1,flood:100@1+5m"}
@@ -83,6 +83,9 @@ func TestHeadroomBound(t *testing.T) {
 		name := registerWatched(t, tol)
 		for _, k := range []int{2, 8, 32} {
 			for _, sync := range []time.Duration{100 * time.Millisecond, time.Second, 10 * time.Second} {
+				if run.buckets > 0 && (k != 8 || sync != time.Second) {
+					continue // counters: the fleet and Δ where a bucket is as wide as Δ
+				}
 				for _, tr := range traffics {
 					mix, err := ParseMix(tr)
 					if err != nil {
