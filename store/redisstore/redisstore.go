@@ -1,7 +1,8 @@
 // Package redisstore is the store protocol of fleetlimit on Redis: an exact
-// per-key log of admitted timestamps, batched pipelined syncs of many keys
-// (up to 100 keys of one Cluster slot per script call), the central check
-// and lease grants, each as one atomic Lua script.
+// per-key log of admitted timestamps, or a window in counters (one record a
+// key, see counters.go), batched pipelined syncs of many keys (up to 100
+// keys of one Cluster slot per script call), the central check and lease
+// grants, each as one atomic Lua script, and the fleet's membership.
 //
 // Each key's data lives in two Redis keys sharing a hash tag, so the store
 // works on Redis Cluster. Times are kept to the microsecond. A retried sync
