@@ -193,6 +193,18 @@ func TestValidate(t *testing.T) {
 	if code, _, _ := runCLI("validate"); code != 2 {
 		t.Fatalf("no file: exit %d, want 2", code)
 	}
+	fl := t.TempDir() + "/fleet.yaml"
+	os.WriteFile(fl, []byte("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: minute, requests_per_unit: 3}\n"+
+		"---\nfleetlimit:\n  window_kind: sliding\n  window_buckets: 60\n  membership: true\n"), 0o644)
+	if code, out, errs := runCLI("validate", fl); code != 0 || !strings.Contains(out, "window sliding (60 counters)") ||
+		!strings.Contains(out, "gateways and index from Redis (membership)") {
+		t.Fatalf("counters and membership: exit %d\n%s\n%s", code, out, errs)
+	}
+	os.WriteFile(fl, []byte("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: minute, requests_per_unit: 3}\n"+
+		"---\nfleetlimit:\n  window_buckets: 60\n"), 0o644)
+	if code, _, errs := runCLI("validate", fl); code != 1 || !strings.Contains(errs, "window_buckets 60: a fixed window is one counter") {
+		t.Fatalf("a fixed window in 60 counters: exit %d\n%s", code, errs)
+	}
 }
 
 // Against a target that answers nothing, loadgen stops at once and says

@@ -55,6 +55,14 @@ func describe(cmd *cobra.Command, path string, cfg *rls.Config) {
 		fmt.Fprintf(w, "  %s: %v\n", l.FullKey, l)
 	}
 	s := cfg.Settings
-	fmt.Fprintf(w, "  fleetlimit: design %s, window %v, sync %v, gateway %d of %d, timeout %v, fail closed %v, response headers %v\n",
-		s.Design, s.WindowKind, s.Sync, s.Gateway, s.Gateways, s.Timeout, s.FailClosed, s.ResponseHeaders)
+	fleet := fmt.Sprintf("gateway %d of %d", s.Gateway, s.Gateways)
+	if s.Membership {
+		fleet = "gateways and index from Redis (membership)"
+	}
+	counting := "exact log"
+	if s.WindowBuckets > 0 {
+		counting = fmt.Sprintf("%d counters", s.WindowBuckets)
+	}
+	fmt.Fprintf(w, "  fleetlimit: design %s, window %v (%s), sync %v, %s, timeout %v, fail closed %v, response headers %v\n",
+		s.Design, s.WindowKind, counting, s.Sync, fleet, s.Timeout, s.FailClosed, s.ResponseHeaders)
 }
