@@ -339,7 +339,11 @@ func (s *Store) groups(items []store.SyncItem) [][]int {
 		gw      int
 		horizon int64
 		wantOwn bool
-		gone    string
+		// the gone list, by identity: a limiter hands every push of a
+		// sync the same slice, and pushes with equal lists in other
+		// slices only batch apart
+		gone    *int
+		goneLen int
 	}
 	var groups [][]int
 	_, cluster := s.rdb.(*redis.ClusterClient)
@@ -351,9 +355,9 @@ func (s *Store) groups(items []store.SyncItem) [][]int {
 		}
 		kd := kind{slot: sl}
 		if it := &items[i]; it.Key.Window.Counters() {
-			kd = kind{sl, it.Key.Window, it.Push.Gateway, it.Push.Horizon, it.Push.WantOwn, ""}
+			kd = kind{sl, it.Key.Window, it.Push.Gateway, it.Push.Horizon, it.Push.WantOwn, nil, len(it.Push.Gone)}
 			if len(it.Push.Gone) > 0 {
-				kd.gone = fmt.Sprint(it.Push.Gone)
+				kd.gone = &it.Push.Gone[0]
 			}
 		}
 		g, ok := open[kd]
