@@ -67,24 +67,43 @@ func (c *counter) known(lo int64) int { return c.view.known(lo) }
 func (c *counter) own(now int64) int { return c.local.sinceSyncCount(now) }
 
 func (c *counter) Decide(now int64, n int) (Verdict, store.Query) {
-	known, own := c.known(c.cfg.Window.Lo(now)), c.own(now)
-	// A request of cost n is admitted when n unit requests in a row at now
-	// would all be: the rule is applied to its last unit.
-	last := own + n - 1
-	var ok bool
-	switch c.mode {
-	case modeShared:
-		ok = known+last < c.cfg.Limit
-	case modeExtrapolate:
-		ok = known+c.cfg.Gateways*last < c.cfg.Limit
-	default:
-		ok = float64(known)+float64(last)/c.share < c.limit
-	}
-	if !ok {
+	if !c.admits(now, n) {
 		return Reject, store.Query{}
 	}
 	c.local.add(now, n)
 	return Admit, store.Query{}
+}
+
+// admits is the design's rule: whether a request of cost n at now is
+// admitted. It is admitted when n unit requests in a row at now would all
+// be: the rule is applied to its last unit.
+func (c *counter) admits(now int64, n int) bool {
+	known, own := c.known(c.cfg.Window.Lo(now)), c.own(now)
+	last := own + n - 1
+	switch c.mode {
+	case modeShared:
+		return known+last < c.cfg.Limit
+	case modeExtrapolate:
+		return known+c.cfg.Gateways*last < c.cfg.Limit
+	}
+	return float64(known)+float64(last)/c.share < c.limit
+}
+
+// RefusesUntil: a rejection changes nothing, and the rule's figures only
+// fall when a stamp of the view or an own admit since the sync leaves the
+// window.
+func (c *counter) RefusesUntil(now int64) int64 {
+	if c.admits(now, 1) {
+		return now
+	}
+	u := int64(math.MaxInt64)
+	if t, ok := c.view.nextExpiry(); ok {
+		u = c.cfg.Window.Reset(now, t)
+	}
+	if i := c.local.sinceSync(now); i < len(c.local.stamps) {
+		u = min(u, c.cfg.Window.Reset(now, c.local.stamps[i]))
+	}
+	return u
 }
 
 func (c *counter) Resume(now int64, n int, q store.Query, a store.Answer) Verdict { return Reject }

@@ -242,6 +242,19 @@ type Lazy interface {
 	PullsView() bool
 }
 
+// Refuser is implemented by designs whose rejections change nothing in the
+// gateway, and that can tell how long they will go on rejecting: a driver
+// may then reject, without calling Decide, every unit request that comes
+// before that time. The simulator uses it to count a flood's sure rejections
+// in bulk.
+type Refuser interface {
+	// RefusesUntil returns a time u such that, if the gateway neither
+	// syncs nor admits meanwhile, Decide(t, 1) rejects for every t in
+	// [now, u) and leaves the gateway as it was; u <= now when Decide(now,
+	// 1) would not reject.
+	RefusesUntil(now int64) int64
+}
+
 // Forever is QuietSyncs' answer when no upcoming sync matters.
 const Forever = int(^uint(0) >> 1)
 

@@ -163,6 +163,15 @@ func (l *local) allow(now int64, n int) Verdict {
 	return Admit
 }
 
+// refusesUntil is Refuser.RefusesUntil for the local-quota rule.
+func (l *local) refusesUntil(now int64) int64 {
+	if l.count(now)+1 <= l.quota {
+		return now
+	}
+	t, _ := l.oldest(now) // the quota is used, so some admit counts
+	return l.spec.Reset(now, t)
+}
+
 // quotaView is the local quota's view: what is left, and when the oldest own
 // admit that counts leaves the window.
 func (l *local) quotaView(now int64) (int, int64) { return l.view(now, 0, 0, false) }

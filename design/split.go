@@ -29,6 +29,10 @@ func (s *split) Fallback(now int64, n int) Verdict {
 	return s.local.allow(now, n)
 }
 
+// RefusesUntil: a rejection changes nothing, and the quota frees up when
+// the oldest own admit that counts leaves the window.
+func (s *split) RefusesUntil(now int64) int64 { return s.local.refusesUntil(now) }
+
 func (s *split) SyncPush(now int64) store.Push {
 	p := store.Push{Gateway: s.gw}
 	s.local.push(&p)

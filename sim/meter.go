@@ -72,6 +72,13 @@ func (m *meter) held(t int64, delta int) {
 	m.heldTotal += int64(delta)
 }
 
+// rejectedN records n requests rejected in a run of one traffic and no
+// attack (m.parts nil), whose times do not matter.
+func (m *meter) rejectedN(n int) {
+	m.requests += int64(n)
+	m.rejected += int64(n)
+}
+
 func (m *meter) record(t int64, v design.Verdict, c int) {
 	m.requests++
 	if m.parts != nil {

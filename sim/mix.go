@@ -31,7 +31,7 @@ func newPart(p Params, i int, tr Traffic) *part {
 		pt.rng = rngFor(p.Seed, routeStream)
 		pt.gws = pt.rng.Perm(p.Gateways)[:tr.Target]
 	} else {
-		pt.route = newRouter(rngFor(p.Seed, routeStream), p.Routing, p.Gateways)
+		pt.route = newRouter(pcgFor(p.Seed, routeStream), p.Routing, p.Gateways)
 	}
 	pt.next = pt.draw()
 	return pt

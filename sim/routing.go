@@ -36,14 +36,15 @@ func ParseRouting(s string) (Routing, error) {
 
 // router picks gateways from its own random stream.
 type router struct {
-	rng    *rand.Rand
+	pcg    *rand.PCG
+	rng    *rand.Rand // over pcg
 	k      int
 	uneven bool
 	cdf    []float64 // Uneven: cumulative probabilities, last = 1
 }
 
-func newRouter(rng *rand.Rand, r Routing, k int) *router {
-	rt := &router{rng: rng, k: k, uneven: r == Uneven}
+func newRouter(pcg *rand.PCG, r Routing, k int) *router {
+	rt := &router{pcg: pcg, rng: rand.New(pcg), k: k, uneven: r == Uneven}
 	if r == Uneven && k > 1 {
 		var sum float64
 		for i := 1; i <= k; i++ {
@@ -66,7 +67,7 @@ func (r *router) setK(k int) {
 	if r.uneven {
 		routing = Uneven
 	}
-	*r = *newRouter(r.rng, routing, k)
+	*r = *newRouter(r.pcg, routing, k)
 }
 
 func (r *router) pick() int {
@@ -84,3 +85,22 @@ func (r *router) pick() int {
 	}
 	return r.k - 1
 }
+
+// draws is how many numbers each pick draws from the stream: 0 or 1, or -1
+// when that varies (rand.Rand.IntN may draw again for a k that is not a
+// power of two).
+func (r *router) draws() int {
+	switch {
+	case r.cdf != nil:
+		return 1 // Float64
+	case r.k == 1:
+		return 0
+	case r.k&(r.k-1) == 0:
+		return 1 // a power of two: masked, never drawn again
+	}
+	return -1
+}
+
+// skip advances the router past n picks, whose gateways nobody needs; it
+// must draw a fixed number per pick (draws() >= 0).
+func (r *router) skip(n int) { jump(r.pcg, uint64(n*r.draws())) }

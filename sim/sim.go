@@ -258,8 +258,11 @@ const (
 	streamBeats  // the phases of the membership's heartbeats
 )
 
-func rngFor(seed uint64, stream uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, stream*0x9E3779B97F4A7C15))
+func rngFor(seed uint64, stream uint64) *rand.Rand { return rand.New(pcgFor(seed, stream)) }
+
+// pcgFor is the generator of rngFor(seed, stream).
+func pcgFor(seed uint64, stream uint64) *rand.PCG {
+	return rand.NewPCG(seed, stream*0x9E3779B97F4A7C15)
 }
 
 // Trace, when set, is called with every decision of a run.
@@ -281,6 +284,7 @@ const (
 	modeEager
 	modeLazy
 	modeFaulty // the fault engine, even with no fault set
+	modePlain  // the eager mode, asking the design for every decision
 )
 
 // lazyBelow is the expected arrivals per gateway per sync interval under
@@ -297,6 +301,7 @@ type runner struct {
 	src   *mix
 	m     *meter
 	trace Trace
+	rf    *refusals // the eager mode's sure rejections, when it keeps them
 
 	delta int64
 	phase []int64 // gateway i syncs at phase[i] + r*delta, r >= 0
@@ -365,11 +370,11 @@ func (r *runner) execute(md mode) {
 	case md == modeFaulty || p.Faults.Active():
 		r.faulty()
 	case r.info.NoSync:
-		r.eager(false)
+		r.eager(false, md != modePlain)
 	case md == modeLazy && lazy, md == modeAuto && lazy && perGateway < lazyBelow:
 		r.lazy()
 	default:
-		r.eager(true)
+		r.eager(true, md != modePlain)
 	}
 }
 
@@ -439,13 +444,28 @@ func (r *runner) sync(t int64, g int) {
 	gw.SyncPull(t, r.storeSync(t, gw.SyncPush(t)))
 	r.m.performed++
 	r.heldAfter(t, g, held)
+	if r.rf != nil {
+		r.rf.renew(t, g)
+	}
 }
 
 // eager performs every sync (when syncs is set), in time order, before the
-// arrivals after it.
-func (r *runner) eager(syncs bool) {
+// arrivals after it. With refusals it rejects surely rejected requests
+// without asking the design.
+func (r *runner) eager(syncs, refuse bool) {
 	rr := roundRobin{r: r}
+	if refuse {
+		r.rf = r.newRefusals()
+	}
+	rf := r.rf
 	for {
+		if rf != nil && rf.bulk {
+			next := int64(never)
+			if syncs {
+				next = rr.next()
+			}
+			rf.inBulk(next)
+		}
 		t, g, c := r.src.next()
 		if t >= r.end {
 			break
@@ -453,7 +473,17 @@ func (r *runner) eager(syncs bool) {
 		if syncs {
 			rr.upTo(t)
 		}
+		if rf != nil && rf.sure(t, g) {
+			r.m.record(t, design.Reject, c)
+			if r.trace != nil {
+				r.trace(t, g, design.Reject)
+			}
+			continue
+		}
 		r.arrive(t, g, c)
+		if rf != nil {
+			rf.renew(t, g)
+		}
 	}
 	if syncs {
 		rr.upTo(r.end - 1)
@@ -466,6 +496,11 @@ type roundRobin struct {
 	r     *runner
 	j     int   // next gateway in r.order
 	round int64 // its round
+}
+
+// next is the time of the next sync.
+func (rr *roundRobin) next() int64 {
+	return rr.r.phase[rr.r.order[rr.j]] + rr.round*rr.r.delta
 }
 
 // upTo performs every sync at or before t.

@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"math"
+
+	"github.com/fleetlimit/fleetlimit/design"
+)
+
+// refusals lets the eager mode reject a flood's requests without asking the
+// design, for designs that can tell how long they will go on rejecting
+// (design.Refuser). It keeps, per gateway, the time before which every
+// request there is surely rejected; syncs and decisions renew it. When
+// every gateway is sure to reject until the next sync, the arrivals before
+// it are counted in bulk: their times are drawn as always, and their
+// gateways, which nobody needs, are skipped in the routing stream by a
+// jump. Either way the run makes exactly the decisions it makes without
+// (TestRefusalsMatchPlain).
+type refusals struct {
+	r     *runner
+	ref   []design.Refuser
+	until []int64 // per gateway: requests before it are rejected
+	least int64   // the least of until, when fresh
+	fresh bool
+	bulk  bool // arrivals can be counted in bulk
+}
+
+// newRefusals returns the run's refusals, or nil where they cannot help: a
+// design that is no Refuser, or a run with no flood.
+func (r *runner) newRefusals() *refusals {
+	flood := false
+	for _, t := range r.p.Mix() {
+		flood = flood || t.Kind == Flood
+	}
+	if _, ok := r.gws[0].(design.Refuser); !ok || !flood {
+		return nil
+	}
+	rf := &refusals{r: r, ref: make([]design.Refuser, len(r.gws)), until: make([]int64, len(r.gws))}
+	for i, gw := range r.gws {
+		rf.ref[i] = gw.(design.Refuser)
+	}
+	// In bulk a request's gateway is not drawn, so the routing must draw
+	// a fixed count per pick, and nothing may want each request told.
+	pts := r.src.parts
+	rf.bulk = len(pts) == 1 && pts[0].route != nil && pts[0].route.draws() >= 0 &&
+		r.m.parts == nil && r.trace == nil
+	return rf
+}
+
+// renew notes gateway g's state after a decision or a sync at t.
+func (rf *refusals) renew(t int64, g int) {
+	old, u := rf.until[g], rf.ref[g].RefusesUntil(t)
+	rf.until[g] = u
+	switch {
+	case !rf.fresh:
+	case u < rf.least:
+		rf.least = u
+	case old == rf.least && u > old:
+		rf.fresh = false
+	}
+}
+
+// sure reports whether the request at t at gateway g is surely rejected.
+func (rf *refusals) sure(t int64, g int) bool { return t < rf.until[g] }
+
+// inBulk counts as rejected the arrivals before next (the next sync) that
+// every gateway surely rejects.
+func (rf *refusals) inBulk(next int64) {
+	if !rf.fresh {
+		rf.least = math.MaxInt64
+		for _, u := range rf.until[:rf.r.p.Gateways] {
+			rf.least = min(rf.least, u)
+		}
+		rf.fresh = true
+	}
+	end := min(rf.least, next, rf.r.end)
+	pt := rf.r.src.parts[0]
+	n := 0
+	for pt.next < end {
+		pt.next = pt.draw()
+		n++
+	}
+	if n > 0 {
+		pt.route.skip(n)
+		rf.r.m.rejectedN(n)
+	}
+}
