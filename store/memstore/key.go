@@ -1,18 +1,52 @@
 package memstore
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
-// entry is one admit: when, which gateway admitted it, and how many
-// requests it stands for (a request of cost n is one entry of n).
-type entry struct {
-	t  int64
-	n  int64
-	gw int32
+// entries are the admits of a key in parallel arrays: when, how many
+// requests each stands for (a request of cost n is one entry of n), and
+// which gateway admitted it. The times alone are what a pull hands out, so
+// they are kept apart.
+type entries struct {
+	t  []int64
+	n  []int
+	gw []int32
+}
+
+func (e *entries) len() int { return len(e.t) }
+
+// truncate keeps the first i entries.
+func (e *entries) truncate(i int) { e.t, e.n, e.gw = e.t[:i], e.n[:i], e.gw[:i] }
+
+func (e *entries) add(t int64, n int, gw int32) {
+	e.t, e.n, e.gw = append(e.t, t), append(e.n, n), append(e.gw, gw)
+}
+
+// grow makes room for m more entries at the end.
+func (e *entries) grow(m int) {
+	n := len(e.t) + m
+	e.t, e.n, e.gw = slices.Grow(e.t, m)[:n], slices.Grow(e.n, m)[:n], slices.Grow(e.gw, m)[:n]
+}
+
+// set sets entry i.
+func (e *entries) set(i int, t int64, n int, gw int32) { e.t[i], e.n[i], e.gw[i] = t, n, gw }
+
+// appendFrom appends src's entries [i, j).
+func (e *entries) appendFrom(src *entries, i, j int) {
+	e.t, e.n, e.gw = append(e.t, src.t[i:j]...), append(e.n, src.n[i:j]...), append(e.gw, src.gw[i:j]...)
+}
+
+// drop removes the first i entries.
+func (e *entries) drop(i int) {
+	n := copy(e.t, e.t[i:])
+	copy(e.n, e.n[i:])
+	copy(e.gw, e.gw[i:])
+	e.truncate(n)
 }
 
 // Key is the store state of one rate-limited key: the timestamp and gateway
@@ -28,10 +62,11 @@ type Key struct {
 	spec  window.Spec
 	now   int64
 
-	log   []entry // ascending by t; log[head:] is live
+	log   entries // ascending by t; entries [head:] are live
 	head  int
-	count int   // the requests log[head:] stands for
-	own   []int // per gateway: the requests of log[head:] it admitted
+	count int   // the requests the live entries stand for
+	heavy int   // live entries that stand for more than one request
+	own   []int // per gateway: the requests of the live entries it admitted
 
 	out      []int // per gateway: lease slots granted and not yet settled
 	outTotal int
@@ -47,7 +82,7 @@ type Key struct {
 	maxMin bool
 	demand []int
 
-	tail []entry // scratch for merges
+	tail entries // scratch for merges
 	exp  []int64 // scratch for Pull.Expiring
 	expN []int   // scratch for Pull.ExpiringCounts
 }
@@ -66,17 +101,21 @@ func (k *Key) advance(now int64) int64 {
 	}
 	k.now = now
 	lo := k.spec.Lo(now)
-	for k.head < len(k.log) && k.log[k.head].t < lo {
-		e := k.log[k.head]
-		k.own[e.gw] -= int(e.n)
-		k.count -= int(e.n)
+	for k.head < k.log.len() && k.log.t[k.head] < lo {
+		n := k.log.n[k.head]
+		k.own[k.log.gw[k.head]] -= n
+		k.count -= n
+		if n > 1 {
+			k.heavy--
+		}
 		k.head++
 	}
-	if k.head == len(k.log) {
-		k.log, k.head = k.log[:0], 0
-	} else if k.head >= 1024 && k.head*2 >= len(k.log) {
-		n := copy(k.log, k.log[k.head:])
-		k.log, k.head = k.log[:n], 0
+	if k.head == k.log.len() {
+		k.log.truncate(0)
+		k.head = 0
+	} else if k.head >= 1024 && k.head*2 >= k.log.len() {
+		k.log.drop(k.head)
+		k.head = 0
 	}
 	return now
 }
@@ -132,7 +171,7 @@ func (k *Key) Count(now int64) int {
 // its last call (a request of cost n is one entry) and its fixed-window
 // counter, if one is open.
 func (k *Key) Entries() int {
-	n := len(k.log) - k.head
+	n := k.log.len() - k.head
 	if k.ctr != 0 {
 		n++
 	}
@@ -155,9 +194,9 @@ func (k *Key) OutstandingOf(gw int) int {
 // each as many times as the requests it stands for.
 func (k *Key) Stamps(dst []int64, now int64) []int64 {
 	k.advance(now)
-	for _, e := range k.log[k.head:] {
-		for i := int64(0); i < e.n; i++ {
-			dst = append(dst, e.t)
+	for i := k.head; i < k.log.len(); i++ {
+		for range k.log.n[i] {
+			dst = append(dst, k.log.t[i])
 		}
 	}
 	return dst
@@ -175,39 +214,74 @@ func (k *Key) insert(gw int, stamps []int64, counts []int) {
 	if len(stamps) == 0 {
 		return
 	}
-	live := k.log[k.head:]
+	if !k.spec.Counters() {
+		k.insertFromBack(gw, stamps, counts)
+		return
+	}
+	live := k.log.t[k.head:]
 	// Everything in live[p:] is later than the first new stamp; merge
 	// that tail with the new stamps. Ties keep the older entry first.
 	first := k.spec.Stamp(stamps[0])
-	p := sort.Search(len(live), func(i int) bool { return live[i].t > first })
-	k.tail = append(k.tail[:0], live[p:]...)
-	k.log = k.log[:k.head+p]
-	a := k.tail
+	p := k.head + sort.Search(len(live), func(i int) bool { return live[i] > first })
+	k.tail.truncate(0)
+	k.tail.appendFrom(&k.log, p, k.log.len())
+	k.log.truncate(p)
+	a, end := 0, k.tail.len()
 	for j, t := range stamps {
 		t = k.spec.Stamp(t)
-		for len(a) > 0 && a[0].t <= t {
-			k.log = append(k.log, a[0])
-			a = a[1:]
+		b := a
+		for b < end && k.tail.t[b] <= t {
+			b++
 		}
-		k.appendEntry(entry{t, int64(store.CountAt(counts, j)), int32(gw)})
+		k.log.appendFrom(&k.tail, a, b)
+		a = b
+		k.appendEntry(t, store.CountAt(counts, j), int32(gw))
 	}
-	k.log = append(k.log, a...)
+	k.log.appendFrom(&k.tail, a, end)
+}
+
+// insertFromBack merges gw's ascending stamps into the exact log in place:
+// the log grows by their number and is filled from its end, each stamp
+// after the live entries of its time.
+func (k *Key) insertFromBack(gw int, stamps []int64, counts []int) {
+	i := k.log.len() - 1 // the last entry not yet moved
+	k.log.grow(len(stamps))
+	w := k.log.len() - 1 // the place to fill
+	for j := len(stamps) - 1; j >= 0; j-- {
+		t, n := stamps[j], store.CountAt(counts, j)
+		for ; i >= k.head && k.log.t[i] > t; i, w = i-1, w-1 {
+			k.log.set(w, k.log.t[i], k.log.n[i], k.log.gw[i])
+		}
+		k.log.set(w, t, n, int32(gw))
+		w--
+		k.own[gw] += n
+		k.count += n
+		if n > 1 {
+			k.heavy++
+		}
+	}
 }
 
 // appendEntry appends e to the log, whose live entries are all at or before
 // e.t. With counters it merges e into an entry of the same time (bucket) and
 // gateway, so the log holds at most one entry a bucket and a gateway; the
 // exact log keeps one entry an admit.
-func (k *Key) appendEntry(e entry) {
-	k.own[e.gw] += int(e.n)
-	k.count += int(e.n)
-	for i := len(k.log) - 1; k.spec.Counters() && i >= k.head && k.log[i].t == e.t; i-- {
-		if k.log[i].gw == e.gw {
-			k.log[i].n += e.n
+func (k *Key) appendEntry(t int64, n int, gw int32) {
+	k.own[gw] += n
+	k.count += n
+	for i := k.log.len() - 1; k.spec.Counters() && i >= k.head && k.log.t[i] == t; i-- {
+		if k.log.gw[i] == gw {
+			if k.log.n[i] == 1 {
+				k.heavy++
+			}
+			k.log.n[i] += n
 			return
 		}
 	}
-	k.log = append(k.log, e)
+	if n > 1 {
+		k.heavy++
+	}
+	k.log.add(t, n, gw)
 }
 
 // fresh returns the admits of p that this key has not applied yet: a
@@ -270,22 +344,29 @@ func (k *Key) Sync(now int64, p store.Push) store.Pull {
 }
 
 // expiring returns the live stamps before until and their counts (nil when
-// each is 1), in the key's scratch; with counters, one stamp a bucket.
+// each is 1), lent until the key's next call; with counters, one stamp a
+// bucket, in the key's scratch.
 func (k *Key) expiring(until int64) ([]int64, []int) {
+	live := k.log.t[k.head:]
+	j := k.head + sort.Search(len(live), func(i int) bool { return live[i] >= until })
+	if !k.spec.Counters() {
+		if k.heavy == 0 {
+			return k.log.t[k.head:j:j], nil
+		}
+		return k.log.t[k.head:j:j], k.log.n[k.head:j:j]
+	}
 	k.exp, k.expN = k.exp[:0], k.expN[:0]
 	heavy := false
-	for _, e := range k.log[k.head:] {
-		if e.t >= until {
-			break
-		}
-		if last := len(k.exp) - 1; k.spec.Counters() && last >= 0 && k.exp[last] == e.t {
-			k.expN[last] += int(e.n)
+	for i := k.head; i < j; i++ {
+		t, n := k.log.t[i], k.log.n[i]
+		if last := len(k.exp) - 1; last >= 0 && k.exp[last] == t {
+			k.expN[last] += n
 			heavy = true
 			continue
 		}
-		k.exp = append(k.exp, e.t)
-		k.expN = append(k.expN, int(e.n))
-		heavy = heavy || e.n > 1
+		k.exp = append(k.exp, t)
+		k.expN = append(k.expN, n)
+		heavy = heavy || n > 1
 	}
 	if !heavy {
 		return k.exp, nil
@@ -317,7 +398,7 @@ func (k *Key) Central(now int64, gw, n int) (bool, int) {
 		return false, count
 	}
 	if n > 0 {
-		k.appendEntry(entry{k.spec.Stamp(now), int64(n), int32(gw)})
+		k.appendEntry(k.spec.Stamp(now), n, int32(gw))
 	}
 	return true, count + n
 }

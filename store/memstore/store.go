@@ -28,9 +28,9 @@ func (s *Store) key(k store.Key) *Key {
 		// what it had admitted.
 		nk := NewKey(k.Limit, k.Window)
 		if key != nil {
-			nk.log = append(nk.log, key.log[key.head:]...)
+			nk.log.appendFrom(&key.log, key.head, key.log.len())
 			nk.own, nk.out, nk.applied, nk.epoch, nk.outTotal, nk.now = key.own, key.out, key.applied, key.epoch, key.outTotal, key.now
-			nk.count, nk.ctrStart, nk.ctr = key.count, key.ctrStart, key.ctr
+			nk.count, nk.heavy, nk.ctrStart, nk.ctr = key.count, key.heavy, key.ctrStart, key.ctr
 		}
 		key = nk
 		s.keys[k.Name] = key
