@@ -83,8 +83,10 @@ func (lr *lazyRun) reschedule(i int) {
 	if len(s.need) > 0 && s.need[0] < due {
 		due = s.need[0]
 	}
-	s.due = due
-	lr.h.fix(i)
+	if due != s.due {
+		s.due = due
+		lr.h.fix(i)
+	}
 }
 
 // catchUp skips gateway i's quiet syncs before index n.

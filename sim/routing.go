@@ -41,6 +41,9 @@ type router struct {
 	k      int
 	uneven bool
 	cdf    []float64 // Uneven: cumulative probabilities, last = 1
+	// Uneven: from[b] is the first gateway whose cdf passes b/len(from),
+	// where the scan for a draw in [b/len(from), (b+1)/len(from)) starts
+	from [64]uint8
 }
 
 func newRouter(pcg *rand.PCG, r Routing, k int) *router {
@@ -56,6 +59,14 @@ func newRouter(pcg *rand.PCG, r Routing, k int) *router {
 			rt.cdf = append(rt.cdf, acc)
 		}
 		rt.cdf[k-1] = 1
+		for b := range rt.from {
+			lo := float64(b) / float64(len(rt.from))
+			i := 0
+			for rt.cdf[i] <= lo {
+				i++
+			}
+			rt.from[b] = uint8(min(i, 255))
+		}
 	}
 	return rt
 }
@@ -78,8 +89,8 @@ func (r *router) pick() int {
 		return r.rng.IntN(r.k)
 	}
 	u := r.rng.Float64()
-	for i, c := range r.cdf {
-		if u < c {
+	for i := int(r.from[int(u*float64(len(r.from)))]); i < len(r.cdf); i++ {
+		if u < r.cdf[i] {
 			return i
 		}
 	}

@@ -1,0 +1,26 @@
+package sim
+
+import "testing"
+
+// TestUnevenPickMatchesScan holds the uneven router, which starts its scan
+// of the cumulative probabilities where the draw's 64th falls, to the
+// plain scan from the first gateway: the same gateway for every draw.
+func TestUnevenPickMatchesScan(t *testing.T) {
+	for _, k := range []int{2, 3, 8, 32, 300, 4096} {
+		rt := newRouter(pcgFor(3, streamRouting), Uneven, k)
+		plain := rngFor(3, streamRouting)
+		for n := range 200_000 {
+			u := plain.Float64()
+			want := k - 1
+			for i, c := range rt.cdf {
+				if u < c {
+					want = i
+					break
+				}
+			}
+			if got := rt.pick(); got != want {
+				t.Fatalf("k = %d, draw %d (%v): picked %d, the scan %d", k, n, u, got, want)
+			}
+		}
+	}
+}
