@@ -34,7 +34,7 @@ type lazyRun struct {
 	lz    []design.Lazy
 	sc    []lazySched
 	pulls bool // the design's view comes from the last pull
-	h     *syncHeap
+	h     *dueQueue
 
 	buf  []arrival // arrivals known ahead, a queue
 	head int
@@ -47,12 +47,9 @@ func (r *runner) lazy() {
 	k := len(r.gws)
 	lr := &lazyRun{r: r, lz: make([]design.Lazy, k), sc: make([]lazySched, k), genT: -1}
 	lr.pulls = r.gws[0].(design.Lazy).PullsView()
-	lr.h = &syncHeap{sc: lr.sc}
-	for rank, i := range r.order {
+	lr.h = newDueQueue(lr.sc, r.order)
+	for _, i := range r.order {
 		lr.lz[i] = r.gws[i].(design.Lazy)
-		lr.sc[i].rank = rank
-		lr.sc[i].due = never
-		lr.h.push(i)
 	}
 	for i := range r.gws {
 		lr.reschedule(i)
@@ -182,6 +179,79 @@ func (lr *lazyRun) run() {
 		lr.reschedule(a.g)
 	}
 	lr.syncUpTo(r.end - 1)
+}
+
+// linearUpTo is the largest fleet whose due syncs a dueQueue scans instead
+// of keeping in a heap: a scan of a few dozen dues in a row costs less than
+// the heap's updates, which come several times a request.
+const linearUpTo = 64
+
+// dueQueue finds the gateway whose due sync comes first, ties in sync
+// order. Up to linearUpTo gateways it keeps the dues in sync order and
+// scans them only when the first may have moved back; past that it is a
+// heap.
+type dueQueue struct {
+	sc     []lazySched
+	due    []int64 // linear: by rank
+	byRank []int   // linear: the gateway of each rank
+	first  int     // linear: the rank of the first, when fresh
+	fresh  bool
+	heap   *syncHeap
+}
+
+// newDueQueue orders the gateways of sc, whose sync order is order, every
+// one due never.
+func newDueQueue(sc []lazySched, order []int) *dueQueue {
+	q := &dueQueue{sc: sc}
+	if len(order) > linearUpTo {
+		q.heap = &syncHeap{sc: sc}
+	}
+	for rank, i := range order {
+		sc[i].rank, sc[i].due = rank, never
+		if q.heap != nil {
+			q.heap.push(i)
+		}
+	}
+	q.due, q.byRank = make([]int64, len(order)), order
+	for r := range q.due {
+		q.due[r] = never
+	}
+	return q
+}
+
+// top returns the gateway whose due sync comes first.
+func (q *dueQueue) top() int {
+	if q.heap != nil {
+		return q.heap.top()
+	}
+	if !q.fresh {
+		q.first = 0
+		for r, d := range q.due {
+			if d < q.due[q.first] {
+				q.first = r
+			}
+		}
+		q.fresh = true
+	}
+	return q.byRank[q.first]
+}
+
+// fix takes gateway i's new due sync.
+func (q *dueQueue) fix(i int) {
+	if q.heap != nil {
+		q.heap.fix(i)
+		return
+	}
+	r, d := q.sc[i].rank, q.sc[i].due
+	old := q.due[r]
+	q.due[r] = d
+	switch {
+	case !q.fresh:
+	case d < q.due[q.first] || d == q.due[q.first] && r < q.first:
+		q.first = r
+	case r == q.first && d > old:
+		q.fresh = false
+	}
 }
 
 // syncHeap orders gateways by their due sync, ties by sync order.
