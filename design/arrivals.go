@@ -15,6 +15,11 @@ type arrivals struct {
 	filled    int
 	next      int
 	sum       int
+	// with a bucket an interval: when ahead is true, the bucket empty
+	// distance buckets from next is the first that is not (emptyAhead's
+	// last scan, kept while the closes move next towards it)
+	ahead    bool
+	distance int
 }
 
 // MaxLeaseBuckets bounds the arrival counters a lease keeps per key.
@@ -49,6 +54,7 @@ func (a *arrivals) closeInterval(c int) {
 	}
 	a.intervals[a.next] += c
 	a.sum += c
+	a.passed(1)
 	if a.filled++; a.filled == a.span {
 		a.filled = 0
 		if a.next++; a.next == len(a.intervals) {
@@ -62,8 +68,15 @@ func (a *arrivals) closeEmpty(n int) {
 	if n >= len(a.intervals)*a.span {
 		clear(a.intervals)
 		a.sum, a.next, a.filled = 0, 0, 0
+		a.ahead = false
 		return
 	}
+	if a.span == 1 && a.ahead && n <= a.distance { // known empty: only next moves
+		a.next = (a.next + n) % len(a.intervals)
+		a.passed(n)
+		return
+	}
+	a.passed(n)
 	for n > 0 {
 		if a.filled == 0 { // entering the bucket at next: it makes room
 			a.sum -= a.intervals[a.next]
@@ -90,6 +103,9 @@ func (a *arrivals) emptyAhead() int {
 	if a.span > 1 {
 		return 0
 	}
+	if a.ahead {
+		return a.distance
+	}
 	n := 0
 	for i := a.next; a.intervals[i] == 0; {
 		n++
@@ -97,5 +113,15 @@ func (a *arrivals) emptyAhead() int {
 			i = 0
 		}
 	}
+	a.ahead, a.distance = true, n
 	return n
+}
+
+// passed moves emptyAhead's last answer n closes on: the buckets those
+// closes write are behind every one it scanned, so it holds until the
+// closes reach the bucket it found.
+func (a *arrivals) passed(n int) {
+	if a.ahead = a.ahead && a.span == 1 && n <= a.distance-1; a.ahead {
+		a.distance -= n
+	}
 }

@@ -255,6 +255,18 @@ type Refuser interface {
 	RefusesUntil(now int64) int64
 }
 
+// QuietWhenFull is implemented by lease designs whose syncs, while the store
+// has no room left (its admits in the window and the slots outstanding make
+// the limit), would only hand back and regrant the same slots. The
+// simulator uses it to skip the syncs of idle gateways in a contended fleet.
+type QuietWhenFull interface {
+	// QuietWhenFull returns how many of this gateway's next syncs would
+	// change nothing beyond what Lazy.Skip reproduces, provided no
+	// request reaches it meanwhile and the store has no room at each:
+	// 0 when the next one matters, Forever when none would.
+	QuietWhenFull() int
+}
+
 // Forever is QuietSyncs' answer when no upcoming sync matters.
 const Forever = int(^uint(0) >> 1)
 

@@ -158,6 +158,18 @@ func (l *lease) QuietSyncs() int {
 	return l.arr.emptyAhead()
 }
 
+// QuietWhenFull: a store with no room grants back at most what a sync hands
+// back, and exactly that to a gateway that asks for at least as much; the
+// ask stays put while the intervals leaving the arrival ring are empty.
+// lease-ask, whose grants and central checks change the store between
+// syncs, says 0.
+func (l *lease) QuietWhenFull() int {
+	if l.ask || l.cur > 0 || l.local.unsynced() || l.grant > l.want() {
+		return 0
+	}
+	return l.arr.emptyAhead()
+}
+
 // Skip accounts for n quiet syncs: each closed an empty interval.
 func (l *lease) Skip(n int) {
 	if n <= 0 {

@@ -1,6 +1,8 @@
 package design
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -38,3 +40,39 @@ func TestLeaseMemoryIsBounded(t *testing.T) {
 }
 
 var pullNothing = store.Pull{}
+
+// TestEmptyAheadKeptAcrossCloses holds emptyAhead, which keeps its last
+// scan while closes move towards the bucket it found, and the closes that
+// use it, to a twin ring that never keeps one, after random closes, empty
+// and not.
+func TestEmptyAheadKeptAcrossCloses(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, buckets := range []int{1, 2, 7, 60} {
+		a := arrivals{intervals: make([]int, buckets), span: 1}
+		b := arrivals{intervals: make([]int, buckets), span: 1}
+		for step := range 20_000 {
+			b.ahead = false
+			switch c, n := rng.IntN(2), 1+rng.IntN(buckets+1); rng.IntN(4) {
+			case 0:
+				a.closeInterval(c)
+				b.closeInterval(c)
+			case 1:
+				a.closeEmpty(n)
+				b.closeEmpty(n)
+			default:
+				a.closeInterval(0)
+				b.closeInterval(0)
+			}
+			if a.sum != b.sum || a.next != b.next || !slices.Equal(a.intervals, b.intervals) {
+				t.Fatalf("%d buckets, step %d: ring %v next %d sum %d, its twin %v %d %d", buckets, step, a.intervals, a.next, a.sum, b.intervals, b.next, b.sum)
+			}
+			if rng.IntN(3) == 0 {
+				continue // leave the kept scan to age
+			}
+			b.ahead = false
+			if got, want := a.emptyAhead(), b.emptyAhead(); got != want {
+				t.Fatalf("%d buckets, step %d: emptyAhead %d, a fresh scan %d", buckets, step, got, want)
+			}
+		}
+	}
+}

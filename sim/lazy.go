@@ -34,7 +34,12 @@ type lazyRun struct {
 	lz    []design.Lazy
 	sc    []lazySched
 	pulls bool // the design's view comes from the last pull
-	h     *dueQueue
+	// full, for lease designs whose syncs regrant what they hand back
+	// while the store has no room, and fullUntil, the first instant the
+	// store may have room (0: it has room now)
+	full      []design.QuietWhenFull
+	fullUntil int64
+	h         *dueQueue
 
 	buf  []arrival // arrivals known ahead, a queue
 	head int
@@ -50,6 +55,12 @@ func (r *runner) lazy() {
 	lr.h = newDueQueue(lr.sc, r.order)
 	for _, i := range r.order {
 		lr.lz[i] = r.gws[i].(design.Lazy)
+	}
+	if _, ok := r.gws[0].(design.QuietWhenFull); ok && r.p.LeasePolicy != MaxMin {
+		lr.full = make([]design.QuietWhenFull, k)
+		for i, gw := range r.gws {
+			lr.full[i] = gw.(design.QuietWhenFull)
+		}
 	}
 	for i := range r.gws {
 		lr.reschedule(i)
@@ -72,7 +83,11 @@ func (lr *lazyRun) lastBefore(i int, t int64) int64 {
 func (lr *lazyRun) reschedule(i int) {
 	r, s := lr.r, &lr.sc[i]
 	due := int64(never)
-	if q := lr.lz[i].QuietSyncs(); q != design.Forever {
+	q := lr.lz[i].QuietSyncs()
+	if q == 0 && lr.full != nil {
+		q = lr.quietWhileFull(i)
+	}
+	if q != design.Forever {
 		if n := s.next + int64(q); n < (r.end-r.phase[i])/r.delta+1 {
 			due = lr.at(i, n)
 		}
@@ -83,6 +98,43 @@ func (lr *lazyRun) reschedule(i int) {
 	if due != s.due {
 		s.due = due
 		lr.h.fix(i)
+	}
+}
+
+// quietWhileFull is how many of gateway i's next syncs are quiet because
+// the store has no room until fullUntil.
+func (lr *lazyRun) quietWhileFull(i int) int {
+	s := &lr.sc[i]
+	if lr.fullUntil <= lr.at(i, s.next) {
+		return 0
+	}
+	until := min(lr.fullUntil, lr.r.end)                       // past the run's end: never
+	m := (until - lr.r.phase[i] + lr.r.delta - 1) / lr.r.delta // the first sync from until on
+	return int(min(int64(lr.full[i].QuietWhenFull()), m-s.next))
+}
+
+// storeChanged takes the store's room after a call at the point (t, rank)
+// of the sync order (rank len(sc) after the syncs at t). When the store may
+// have room sooner than thought, every gateway is rescheduled from that
+// point, its syncs before it having been quiet; when later, a gateway whose
+// sync comes due while the store is still full skips it then (syncUpTo).
+func (lr *lazyRun) storeChanged(t int64, rank int) {
+	full, until := lr.r.key.Full(t)
+	if !full {
+		until = 0
+	}
+	sooner := until < lr.fullUntil
+	lr.fullUntil = until
+	if !sooner {
+		return
+	}
+	for i := range lr.sc {
+		n := lr.lastBefore(i, t) + 1
+		if n > 0 && lr.at(i, n-1) == t && lr.sc[i].rank > rank {
+			n-- // its sync at t comes after the point
+		}
+		lr.catchUp(i, n)
+		lr.reschedule(i)
 	}
 }
 
@@ -131,12 +183,19 @@ func (lr *lazyRun) syncUpTo(t int64) {
 		}
 		n := lr.lastBefore(g, s.due)
 		lr.catchUp(g, n)
+		if lr.full != nil && len(s.need) == 0 && lr.lz[g].QuietSyncs() == 0 && lr.quietWhileFull(g) > 0 {
+			lr.reschedule(g) // the store stayed full longer than it was due
+			continue
+		}
 		lr.r.sync(s.due, g)
 		s.next = n + 1
 		for len(s.need) > 0 && s.need[0] <= s.due {
 			s.need = s.need[1:]
 		}
 		lr.reschedule(g)
+		if lr.full != nil {
+			lr.storeChanged(lr.at(g, n), s.rank)
+		}
 	}
 }
 
@@ -175,8 +234,12 @@ func (lr *lazyRun) run() {
 		}
 		lr.syncUpTo(a.t)
 		lr.catchUp(a.g, lr.lastBefore(a.g, a.t)+1)
+		trips := r.m.roundTrips
 		r.arrive(a.t, a.g, a.c)
 		lr.reschedule(a.g)
+		if lr.full != nil && r.m.roundTrips != trips {
+			lr.storeChanged(a.t, len(lr.sc))
+		}
 	}
 	lr.syncUpTo(r.end - 1)
 }

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"math"
 	"slices"
 	"sort"
 
@@ -176,6 +177,21 @@ func (k *Key) Entries() int {
 		n++
 	}
 	return n
+}
+
+// Full reports whether the key has no room at now, its admits in the window
+// and the lease slots outstanding making its limit, and if so the first
+// instant the room may open: when the oldest admit leaves the window
+// (never, math.MaxInt64, when there is none).
+func (k *Key) Full(now int64) (bool, int64) {
+	now = k.advance(now)
+	if k.count+k.outTotal < k.limit {
+		return false, 0
+	}
+	if k.head == k.log.len() {
+		return true, math.MaxInt64
+	}
+	return true, k.spec.Reset(now, k.log.t[k.head])
 }
 
 // Outstanding returns the lease slots granted and not yet settled, fleet-wide.
