@@ -189,9 +189,11 @@ func (lr *lazyRun) syncUpTo(t int64) {
 		}
 		lr.r.sync(s.due, g)
 		s.next = n + 1
-		for len(s.need) > 0 && s.need[0] <= s.due {
-			s.need = s.need[1:]
+		done := 0
+		for done < len(s.need) && s.need[done] <= s.due {
+			done++
 		}
+		s.need = s.need[:copy(s.need, s.need[done:])] // in place: no allocation as it refills
 		lr.reschedule(g)
 		if lr.full != nil {
 			lr.storeChanged(lr.at(g, n), s.rank)
@@ -218,7 +220,7 @@ func (lr *lazyRun) pop() (arrival, bool) {
 		lr.generate()
 	}
 	lr.head++
-	if lr.head > 4096 && lr.head*2 > len(lr.buf) {
+	if lr.head >= 64 && lr.head*2 >= len(lr.buf) {
 		n := copy(lr.buf, lr.buf[lr.head:])
 		lr.buf, lr.head = lr.buf[:n], 0
 	}

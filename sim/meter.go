@@ -104,7 +104,7 @@ func (m *meter) record(t int64, v design.Verdict, c int) {
 	for m.winHead < len(m.win) && m.win[m.winHead] <= lo {
 		m.winHead++
 	}
-	if m.winHead > 4096 && m.winHead*2 > len(m.win) {
+	if m.winHead >= 64 && m.winHead*2 >= len(m.win) {
 		n := copy(m.win, m.win[m.winHead:])
 		m.win, m.winHead = m.win[:n], 0
 	}
