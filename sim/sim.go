@@ -302,6 +302,7 @@ type runner struct {
 	m     *meter
 	trace Trace
 	rf    *refusals // the eager mode's sure rejections, when it keeps them
+	pull  store.Pull // scratch for sync
 
 	delta int64
 	phase []int64 // gateway i syncs at phase[i] + r*delta, r >= 0
@@ -380,9 +381,15 @@ func (r *runner) execute(md mode) {
 
 // storeSync is a sync at the store, metered.
 func (r *runner) storeSync(now int64, p store.Push) store.Pull {
-	pull := r.key.Sync(now, p)
-	r.m.storeCall(len(p.Admits), len(pull.Expiring), r.key.Entries())
+	var pull store.Pull
+	r.storeSyncTo(now, &p, &pull)
 	return pull
+}
+
+// storeSyncTo is storeSync without the copies.
+func (r *runner) storeSyncTo(now int64, p *store.Push, pull *store.Pull) {
+	r.key.SyncTo(now, p, pull)
+	r.m.storeCall(len(p.Admits), len(pull.Expiring), r.key.Entries())
 }
 
 // storeAnswer is a query the store answers, metered with the push it
@@ -441,7 +448,9 @@ func (r *runner) arrive(t int64, g, c int) {
 func (r *runner) sync(t int64, g int) {
 	gw := r.gws[g]
 	held := r.heldBefore(g)
-	gw.SyncPull(t, r.storeSync(t, gw.SyncPush(t)))
+	push := gw.SyncPush(t)
+	r.storeSyncTo(t, &push, &r.pull)
+	gw.SyncPull(t, r.pull)
 	r.m.performed++
 	r.heldAfter(t, g, held)
 	if r.rf != nil {

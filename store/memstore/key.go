@@ -303,7 +303,7 @@ func (k *Key) appendEntry(t int64, n int, gw int32) {
 // fresh returns the admits of p that this key has not applied yet: a
 // retried push repeats admits the store has, and a push of an earlier epoch
 // than the gateway's latest is an old retry, applied already.
-func (k *Key) fresh(p store.Push) ([]int64, []int) {
+func (k *Key) fresh(p *store.Push) ([]int64, []int) {
 	gw := p.Gateway
 	if p.Seq == 0 || len(p.Admits) == 0 {
 		return p.Admits, p.Counts
@@ -331,6 +331,15 @@ func (k *Key) fresh(p store.Push) ([]int64, []int) {
 // ones are now stamps, the rest come back), and a new grant of at most
 // p.Ask slots is made without letting admitted plus granted pass the limit.
 func (k *Key) Sync(now int64, p store.Push) store.Pull {
+	var pull store.Pull
+	k.SyncTo(now, &p, &pull)
+	return pull
+}
+
+// SyncTo is Sync with the push and the pull passed by reference, which
+// spares a simulator doing hundreds of millions of syncs the copies of
+// both structs.
+func (k *Key) SyncTo(now int64, p *store.Push, pull *store.Pull) {
 	now = k.advance(now)
 	k.gateway(p.Gateway)
 	stamps, counts := k.fresh(p)
@@ -344,7 +353,7 @@ func (k *Key) Sync(now int64, p store.Push) store.Pull {
 		}
 	}
 	count := k.count
-	pull := store.Pull{Count: count, Own: k.own[p.Gateway]}
+	*pull = store.Pull{Count: count, Own: k.own[p.Gateway]}
 	ask := p.Ask
 	if k.maxMin {
 		k.demand[p.Gateway] = p.Ask
@@ -356,7 +365,6 @@ func (k *Key) Sync(now int64, p store.Push) store.Pull {
 	if p.Horizon > 0 {
 		pull.Expiring, pull.ExpiringCounts = k.expiring(k.spec.Lo(now + p.Horizon))
 	}
-	return pull
 }
 
 // expiring returns the live stamps before until and their counts (nil when
