@@ -22,7 +22,9 @@ type meter struct {
 	winHead int
 	worst   int
 
-	fixedIdx, fixedCount, worstFixed int64
+	// the fixed window [fixedLo, fixedHi) of the last admit, its count, and
+	// the most any fixed window held
+	fixedLo, fixedHi, fixedCount, worstFixed int64
 
 	store StoreCounts // what the store carried
 
@@ -42,7 +44,7 @@ type meter struct {
 type partCount struct{ before, during [2]int64 } // {requests, rejected}
 
 func newMeter(p Params, leases bool) *meter {
-	m := &meter{p: p, w: int64(p.Window), leases: leases, fixedIdx: -1}
+	m := &meter{p: p, w: int64(p.Window), leases: leases, fixedHi: -1}
 	mix := p.Mix()
 	for _, t := range mix {
 		if t.Kind == Flood && t.Start > 0 && (m.attack == 0 || int64(t.Start) < m.attack) {
@@ -115,8 +117,9 @@ func (m *meter) record(t int64, v design.Verdict, c int) {
 		m.worstAttack = max(m.worstAttack, n)
 	}
 	// worst fixed window
-	if idx := t / m.w; idx != m.fixedIdx {
-		m.fixedIdx, m.fixedCount = idx, 0
+	if t >= m.fixedHi || t < m.fixedLo {
+		m.fixedLo = t / m.w * m.w
+		m.fixedHi, m.fixedCount = m.fixedLo+m.w, 0
 	}
 	m.fixedCount++
 	m.worstFixed = max(m.worstFixed, m.fixedCount)
