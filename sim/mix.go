@@ -41,7 +41,12 @@ func newPart(p Params, i int, tr Traffic) *part {
 // only while the part is on, moved to when the part starts and spread over
 // its pulses.
 func (pt *part) draw() int64 {
-	a := pt.arr.next()
+	var a int64
+	if pt.arr.kind == PageLoad {
+		a = pt.arr.next()
+	} else {
+		a = pt.arr.poisson() // the common case, without a call
+	}
 	if pt.tr.On > 0 {
 		on, period := int64(pt.tr.On), int64(pt.tr.On+pt.tr.Off)
 		a = a/on*period + a%on

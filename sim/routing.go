@@ -83,12 +83,17 @@ func (r *router) setK(k int) {
 
 func (r *router) pick() int {
 	if r.cdf == nil {
-		if r.k == 1 {
+		switch {
+		case r.k == 1:
 			return 0
+		case r.k&(r.k-1) == 0 && !is32bit:
+			// rand.Rand.IntN's own path for a power of two, on the
+			// generator itself rather than through the Source interface
+			return int(r.pcg.Uint64() & uint64(r.k-1))
 		}
 		return r.rng.IntN(r.k)
 	}
-	u := r.rng.Float64()
+	u := float64(r.pcg.Uint64()<<11>>11) / (1 << 53) // rand.Rand.Float64
 	for i := int(r.from[int(u*float64(len(r.from)))]); i < len(r.cdf); i++ {
 		if u < r.cdf[i] {
 			return i
@@ -96,6 +101,9 @@ func (r *router) pick() int {
 	}
 	return r.k - 1
 }
+
+// is32bit is true where rand.Rand draws bounded integers another way.
+const is32bit = ^uint(0)>>32 == 0
 
 // draws is how many numbers each pick draws from the stream: 0 or 1, or -1
 // when that varies (rand.Rand.IntN may draw again for a k that is not a

@@ -24,3 +24,21 @@ func TestUnevenPickMatchesScan(t *testing.T) {
 		}
 	}
 }
+
+// TestEvenPickMatchesIntN holds the even router to rand.Rand.IntN on the
+// same stream, for powers of two (drawn on the generator itself) and not.
+func TestEvenPickMatchesIntN(t *testing.T) {
+	for _, k := range []int{1, 2, 3, 8, 32, 100, 4096} {
+		rt := newRouter(pcgFor(5, streamRouting), Even, k)
+		plain := rngFor(5, streamRouting)
+		for n := range 100_000 {
+			want := 0
+			if k > 1 {
+				want = plain.IntN(k)
+			}
+			if got := rt.pick(); got != want {
+				t.Fatalf("k = %d, draw %d: picked %d, IntN %d", k, n, got, want)
+			}
+		}
+	}
+}
