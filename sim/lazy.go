@@ -21,7 +21,6 @@ type lazySched struct {
 	due  int64   // time of the next sync that must be performed
 	need []int64 // PullsView: times of the last sync before each known arrival, ascending
 	rank int     // position in the sync order, for ties
-	slot int     // position in the heap
 }
 
 // lazyRun performs only the syncs that change something: those a design
@@ -246,139 +245,56 @@ func (lr *lazyRun) run() {
 	lr.syncUpTo(r.end - 1)
 }
 
-// linearUpTo is the largest fleet whose due syncs a dueQueue scans instead
-// of keeping in a heap: a scan of a few dozen dues in a row costs less than
-// the heap's updates, which come several times a request.
-const linearUpTo = 64
-
 // dueQueue finds the gateway whose due sync comes first, ties in sync
-// order. Up to linearUpTo gateways it keeps the dues in sync order and
-// scans them only when the first may have moved back; past that it is a
-// heap.
+// order: a tournament tree over the gateways in sync order, whose every
+// node holds the rank of the first due sync below it. Taking a gateway's
+// new due sync costs one comparison per level; finding the first, none.
 type dueQueue struct {
 	sc     []lazySched
-	due    []int64 // linear: by rank
-	byRank []int   // linear: the gateway of each rank
-	first  int     // linear: the rank of the first, when fresh
-	fresh  bool
-	heap   *syncHeap
+	due    []int64 // by rank
+	byRank []int   // the gateway of each rank
+	leaves int     // a power of two, at least the gateways
+	tree   []int32 // tree[1] is the root, tree[leaves+r] rank r's leaf; -1: no gateway
 }
 
 // newDueQueue orders the gateways of sc, whose sync order is order, every
 // one due never.
 func newDueQueue(sc []lazySched, order []int) *dueQueue {
-	q := &dueQueue{sc: sc}
-	if len(order) > linearUpTo {
-		q.heap = &syncHeap{sc: sc}
+	q := &dueQueue{sc: sc, byRank: order, due: make([]int64, len(order)), leaves: 1}
+	for q.leaves < len(order) {
+		q.leaves *= 2
 	}
-	for rank, i := range order {
-		sc[i].rank, sc[i].due = rank, never
-		if q.heap != nil {
-			q.heap.push(i)
+	q.tree = make([]int32, 2*q.leaves)
+	for r := range q.leaves {
+		q.tree[q.leaves+r] = -1
+		if r < len(order) {
+			sc[order[r]].rank, sc[order[r]].due = r, never
+			q.due[r], q.tree[q.leaves+r] = never, int32(r)
 		}
 	}
-	q.due, q.byRank = make([]int64, len(order)), order
-	for r := range q.due {
-		q.due[r] = never
+	for j := q.leaves - 1; j >= 1; j-- {
+		q.tree[j] = q.first(q.tree[2*j], q.tree[2*j+1])
 	}
 	return q
 }
 
-// top returns the gateway whose due sync comes first.
-func (q *dueQueue) top() int {
-	if q.heap != nil {
-		return q.heap.top()
+// first is the rank of a and b whose sync is due first; a, on the left,
+// comes first in sync order.
+func (q *dueQueue) first(a, b int32) int32 {
+	if b < 0 || a >= 0 && q.due[a] <= q.due[b] {
+		return a
 	}
-	if !q.fresh {
-		q.first = 0
-		for r, d := range q.due {
-			if d < q.due[q.first] {
-				q.first = r
-			}
-		}
-		q.fresh = true
-	}
-	return q.byRank[q.first]
+	return b
 }
+
+// top returns the gateway whose due sync comes first.
+func (q *dueQueue) top() int { return q.byRank[q.tree[1]] }
 
 // fix takes gateway i's new due sync.
 func (q *dueQueue) fix(i int) {
-	if q.heap != nil {
-		q.heap.fix(i)
-		return
+	r := q.sc[i].rank
+	q.due[r] = q.sc[i].due
+	for j := (q.leaves + r) / 2; j >= 1; j /= 2 {
+		q.tree[j] = q.first(q.tree[2*j], q.tree[2*j+1])
 	}
-	r, d := q.sc[i].rank, q.sc[i].due
-	old := q.due[r]
-	q.due[r] = d
-	switch {
-	case !q.fresh:
-	case d < q.due[q.first] || d == q.due[q.first] && r < q.first:
-		q.first = r
-	case r == q.first && d > old:
-		q.fresh = false
-	}
-}
-
-// syncHeap orders gateways by their due sync, ties by sync order.
-type syncHeap struct {
-	sc   []lazySched
-	heap []int
-}
-
-func (h *syncHeap) less(a, b int) bool {
-	x, y := &h.sc[h.heap[a]], &h.sc[h.heap[b]]
-	return x.due < y.due || x.due == y.due && x.rank < y.rank
-}
-
-func (h *syncHeap) swap(a, b int) {
-	h.heap[a], h.heap[b] = h.heap[b], h.heap[a]
-	h.sc[h.heap[a]].slot = a
-	h.sc[h.heap[b]].slot = b
-}
-
-func (h *syncHeap) push(i int) {
-	h.heap = append(h.heap, i)
-	h.sc[i].slot = len(h.heap) - 1
-	h.up(len(h.heap) - 1)
-}
-
-func (h *syncHeap) top() int { return h.heap[0] }
-
-func (h *syncHeap) fix(i int) {
-	j := h.sc[i].slot
-	if !h.down(j) {
-		h.up(j)
-	}
-}
-
-func (h *syncHeap) up(j int) {
-	for j > 0 {
-		p := (j - 1) / 2
-		if !h.less(j, p) {
-			return
-		}
-		h.swap(j, p)
-		j = p
-	}
-}
-
-func (h *syncHeap) down(j int) bool {
-	start := j
-	n := len(h.heap)
-	for {
-		l := 2*j + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if rr := l + 1; rr < n && h.less(rr, l) {
-			m = rr
-		}
-		if !h.less(m, j) {
-			break
-		}
-		h.swap(j, m)
-		j = m
-	}
-	return j > start
 }
