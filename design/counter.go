@@ -89,6 +89,12 @@ func (c *counter) admits(now int64, n int) bool {
 	return float64(known)+float64(last)/c.share < c.limit
 }
 
+// Refused does nothing: a rejection changes nothing.
+func (c *counter) Refused(n int) {}
+
+// CountsRefusals is false: a rejection changes nothing.
+func (c *counter) CountsRefusals() bool { return false }
+
 // RefusesUntil: a rejection changes nothing, and the rule's figures only
 // fall when a stamp of the view or an own admit since the sync leaves the
 // window.
@@ -96,14 +102,7 @@ func (c *counter) RefusesUntil(now int64) int64 {
 	if c.admits(now, 1) {
 		return now
 	}
-	u := int64(math.MaxInt64)
-	if t, ok := c.view.nextExpiry(); ok {
-		u = c.cfg.Window.Reset(now, t)
-	}
-	if i := c.local.sinceSync(now); i < len(c.local.stamps) {
-		u = min(u, c.cfg.Window.Reset(now, c.local.stamps[i]))
-	}
-	return u
+	return c.view.agesAt(c.cfg.Window, &c.local, now)
 }
 
 func (c *counter) Resume(now int64, n int, q store.Query, a store.Answer) Verdict { return Reject }

@@ -242,17 +242,24 @@ type Lazy interface {
 	PullsView() bool
 }
 
-// Refuser is implemented by designs whose rejections change nothing in the
-// gateway, and that can tell how long they will go on rejecting: a driver
-// may then reject, without calling Decide, every unit request that comes
-// before that time. The simulator uses it to count a flood's sure rejections
-// in bulk.
+// Refuser is implemented by designs that can tell how long they will go on
+// rejecting, and whose rejections change at most a count of arrivals: a
+// driver may then reject, without calling Decide, every unit request that
+// comes before that time, and tell the design how many it rejected. The
+// simulator uses it to count a flood's sure rejections in bulk.
 type Refuser interface {
 	// RefusesUntil returns a time u such that, if the gateway neither
 	// syncs nor admits meanwhile, Decide(t, 1) rejects for every t in
-	// [now, u) and leaves the gateway as it was; u <= now when Decide(now,
-	// 1) would not reject.
+	// [now, u) and changes nothing that Refused does not; u <= now when
+	// Decide(now, 1) would not reject.
 	RefusesUntil(now int64) int64
+	// Refused accounts for n unit requests the driver rejected in such a
+	// time without calling Decide: it does what their Decide calls would
+	// have done.
+	Refused(n int)
+	// CountsRefusals reports whether Refused does anything: when not, a
+	// driver need not know which gateway a refused request reached.
+	CountsRefusals() bool
 }
 
 // QuietWhenFull is implemented by lease designs whose syncs, while the store

@@ -143,6 +143,23 @@ func (h *headroom) Decide(now int64, n int) (Verdict, store.Query) {
 	return Ask, q
 }
 
+// RefusesUntil: once told the store's count, headroom rejects while its
+// view and own admits fill the limit: until a stamp of the view or an own
+// admit since the sync leaves the window.
+func (h *headroom) RefusesUntil(now int64) int64 {
+	known := h.view.known(h.cfg.Window.Lo(now))
+	if !h.told || known+h.local.sinceSyncCount(now)+1 <= h.cfg.Limit {
+		return now
+	}
+	return h.view.agesAt(h.cfg.Window, &h.local, now)
+}
+
+// Refused counts the arrivals, as Decide does.
+func (h *headroom) Refused(n int) { h.cur += n }
+
+// CountsRefusals is true: the arrivals size the budget.
+func (h *headroom) CountsRefusals() bool { return true }
+
 func (h *headroom) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
 	if q.Carry != nil {
 		h.local.settle() // the store applied the carried push, admitted or not

@@ -158,6 +158,22 @@ func (l *lease) QuietSyncs() int {
 	return l.arr.emptyAhead()
 }
 
+// RefusesUntil: with no slot left, lease rejects until its next sync, and
+// so does lease-ask once the store refused it (wait) or while a sync is out
+// (it would ask the central check).
+func (l *lease) RefusesUntil(now int64) int64 {
+	if l.grant >= 1 || l.syncing || l.ask && !l.wait {
+		return now
+	}
+	return math.MaxInt64
+}
+
+// Refused counts the arrivals, as Decide does.
+func (l *lease) Refused(n int) { l.cur += n }
+
+// CountsRefusals is true: the arrivals size the next ask.
+func (l *lease) CountsRefusals() bool { return true }
+
 // QuietWhenFull: a store with no room grants back at most what a sync hands
 // back, and exactly that to a gateway that asks for at least as much; the
 // ask stays put while the intervals leaving the arrival ring are empty.

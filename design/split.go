@@ -33,6 +33,12 @@ func (s *split) Fallback(now int64, n int) Verdict {
 // the oldest own admit that counts leaves the window.
 func (s *split) RefusesUntil(now int64) int64 { return s.local.refusesUntil(now) }
 
+// Refused does nothing: a rejection changes nothing.
+func (s *split) Refused(n int) {}
+
+// CountsRefusals is false: a rejection changes nothing.
+func (s *split) CountsRefusals() bool { return false }
+
 func (s *split) SyncPush(now int64) store.Push {
 	p := store.Push{Gateway: s.gw}
 	s.local.push(&p)

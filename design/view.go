@@ -1,6 +1,11 @@
 package design
 
-import "github.com/fleetlimit/fleetlimit/store"
+import (
+	"math"
+
+	"github.com/fleetlimit/fleetlimit/store"
+	"github.com/fleetlimit/fleetlimit/window"
+)
 
 // storeView is a gateway's picture of the store's count for one key: the
 // count of the last pull (or answer), aged between pulls by the stamps the
@@ -39,6 +44,21 @@ func (v *storeView) known(lo int64) int {
 func (v *storeView) rebase(lo int64, count int) {
 	v.known(lo)
 	v.count = count + v.expGone
+}
+
+// agesAt is the first instant after now at which a stamp of the view (aged
+// to now) or an admit of l since its last sync (when that is the own count
+// a rule adds to the view) leaves the window: until then, neither figure
+// falls. math.MaxInt64 when it knows of none.
+func (v *storeView) agesAt(spec window.Spec, l *local, now int64) int64 {
+	u := int64(math.MaxInt64)
+	if t, ok := v.nextExpiry(); ok {
+		u = spec.Reset(now, t)
+	}
+	if i := l.sinceSync(now); i < len(l.stamps) {
+		u = min(u, spec.Reset(now, l.stamps[i]))
+	}
+	return u
 }
 
 // nextExpiry returns the oldest known stamp still counted, and false when

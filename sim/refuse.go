@@ -22,6 +22,9 @@ type refusals struct {
 	least int64   // the least of until, when fresh
 	fresh bool
 	bulk  bool // arrivals can be counted in bulk
+	// counts: the design counts the requests it rejects, so each refused
+	// request is told to its gateway (and in bulk, its gateway is drawn)
+	counts bool
 }
 
 // newRefusals returns the run's refusals, or nil where they cannot help: a
@@ -38,12 +41,21 @@ func (r *runner) newRefusals() *refusals {
 	for i, gw := range r.gws {
 		rf.ref[i] = gw.(design.Refuser)
 	}
-	// In bulk a request's gateway is not drawn, so the routing must draw
-	// a fixed count per pick, and nothing may want each request told.
+	// In bulk a request's gateway is drawn only for a design that counts
+	// its rejections, so otherwise the routing must draw a fixed count per
+	// pick; and nothing may want each request told.
+	rf.counts = rf.ref[0].CountsRefusals()
 	pts := r.src.parts
-	rf.bulk = len(pts) == 1 && pts[0].route != nil && pts[0].route.draws() >= 0 &&
+	rf.bulk = len(pts) == 1 && pts[0].route != nil && (rf.counts || pts[0].route.draws() >= 0) &&
 		r.m.parts == nil && r.trace == nil
 	return rf
+}
+
+// refused tells gateway g it rejected a request without Decide.
+func (rf *refusals) refused(g int) {
+	if rf.counts {
+		rf.ref[g].Refused(1)
+	}
 }
 
 // renew notes gateway g's state after a decision or a sync at t.
@@ -76,11 +88,16 @@ func (rf *refusals) inBulk(next int64) {
 	pt := rf.r.src.parts[0]
 	n := 0
 	for pt.next < end {
+		if rf.counts {
+			rf.ref[pt.route.pick()].Refused(1)
+		}
 		pt.next = pt.draw()
 		n++
 	}
 	if n > 0 {
-		pt.route.skip(n)
+		if !rf.counts {
+			pt.route.skip(n)
+		}
 		rf.r.m.rejectedN(n)
 	}
 }

@@ -21,7 +21,7 @@ func TestRefusalsMatchPlain(t *testing.T) {
 	}
 	specs := []window.Spec{{Size: time.Minute}, {Size: time.Minute, Kind: window.Fixed}, {Size: time.Minute, Buckets: 60}}
 	runs, bulked := 0, 0
-	for _, name := range []string{"shared-counter", "extrapolate", "track-share", "split"} {
+	for _, name := range []string{"shared-counter", "extrapolate", "track-share", "split", "lease", "lease-ask", "headroom"} {
 		for _, tr := range floods {
 			for i, k := range ks {
 				spec := specs[(i+len(tr))%len(specs)]

@@ -301,7 +301,7 @@ type runner struct {
 	src   *mix
 	m     *meter
 	trace Trace
-	rf    *refusals // the eager mode's sure rejections, when it keeps them
+	rf    *refusals  // the eager mode's sure rejections, when it keeps them
 	pull  store.Pull // scratch for sync
 
 	delta int64
@@ -483,6 +483,7 @@ func (r *runner) eager(syncs, refuse bool) {
 			rr.upTo(t)
 		}
 		if rf != nil && rf.sure(t, g) {
+			rf.refused(g)
 			r.m.record(t, design.Reject, c)
 			if r.trace != nil {
 				r.trace(t, g, design.Reject)
