@@ -17,7 +17,7 @@ func TestRefusalsMatchPlain(t *testing.T) {
 	floods := []string{"flood:1.5", "flood:10", "flood:300", "steady:0.5,flood:100+5m", "flood:100~10s/50s"}
 	ks := []int{1, 3, 8, 32}
 	if raceEnabled {
-		floods, ks = []string{"flood:10", "flood:300", "steady:0.5,flood:100+5m"}, []int{3, 8}
+		floods, ks = []string{"flood:10", "flood:30", "steady:0.5,flood:30+5m"}, []int{3, 8}
 	}
 	specs := []window.Spec{{Size: time.Minute}, {Size: time.Minute, Kind: window.Fixed}, {Size: time.Minute, Buckets: 60}}
 	runs, bulked := 0, 0
