@@ -71,10 +71,13 @@ func (a *arrivals) closeEmpty(n int) {
 		a.ahead = false
 		return
 	}
-	if a.span == 1 && a.ahead && n <= a.distance { // known empty: only next moves
-		a.next = (a.next + n) % len(a.intervals)
-		a.passed(n)
-		return
+	if a.span == 1 && a.ahead { // over the buckets known empty only next moves
+		skip := min(n, a.distance)
+		a.next = (a.next + skip) % len(a.intervals)
+		a.passed(skip)
+		if n -= skip; n == 0 {
+			return
+		}
 	}
 	a.passed(n)
 	for n > 0 {

@@ -11,10 +11,10 @@ import (
 // (design.Refuser). It keeps, per gateway, the time before which every
 // request there is surely rejected; syncs and decisions renew it. When
 // every gateway is sure to reject until the next sync, the arrivals before
-// it are counted in bulk: their times are drawn as always, and their
-// gateways, which nobody needs, are skipped in the routing stream by a
-// jump. Either way the run makes exactly the decisions it makes without
-// (TestRefusalsMatchPlain).
+// it are counted in bulk: their times are drawn as always; their gateways
+// are drawn only for a design that counts its rejections, and otherwise
+// skipped in the routing stream by a jump. Either way the run makes exactly
+// the decisions it makes without (TestRefusalsMatchPlain).
 type refusals struct {
 	r     *runner
 	ref   []design.Refuser
