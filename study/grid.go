@@ -384,15 +384,45 @@ func ExpectedRequests(p sim.Params) float64 {
 	return n
 }
 
-// runCost estimates a run's work: its requests, and its syncs (which the
-// lazy mode skips when idle, hence their smaller weight).
+// Costs of a run's parts in nanoseconds of CPU, as the whole study measured
+// them on 2026-12-03 (docs/performance.md, "The speed pass"). In a run that
+// performs every sync (a busy key, a flood): a flood's request, most of
+// which a design refuses without being asked; any other request; a sync.
+// In a run that skips the quiet syncs (a quiet key, the simulator's lazy
+// mode): a request, with the two or so syncs it makes real. central-log's
+// every request asks the store.
+const (
+	costFloodRequest   = 10
+	costBusyRequest    = 130
+	costSync           = 60
+	costQuietRequest   = 330
+	costCentralRequest = 40
+)
+
+// runCost estimates a run's CPU time, for the order runs start in and the
+// progress line's estimate.
 func runCost(p sim.Params) float64 {
-	c := ExpectedRequests(p)
+	syncs := float64(p.Gateways) * float64(p.Duration) / float64(p.Sync)
+	eager := ExpectedRequests(p)/syncs >= 0.5 // as the simulator chooses its mode
+	var c float64
+	for _, t := range p.Mix() {
+		n := t.Factor * float64(p.Limit) * float64(p.Duration-t.Start) / float64(p.Window)
+		switch {
+		case p.Design == "central-log":
+			c += n * costCentralRequest
+		case !eager:
+			c += n * costQuietRequest
+		case t.Kind == sim.Flood:
+			c += n * costFloodRequest
+		default:
+			c += n * costBusyRequest
+		}
+	}
+	if eager && p.Design != "central-log" {
+		c += syncs * costSync
+	}
 	if p.Faults.Active() {
 		c *= 2 // the fault engine's events
-	}
-	if p.Design != "central-log" {
-		c += float64(p.Gateways) * float64(p.Duration) / float64(p.Sync) * 0.2
 	}
 	return c
 }
