@@ -24,11 +24,16 @@ func newStudyCmd() *cobra.Command {
 		Long: `study runs every design of the study through its scenarios: honest traffic
 (steady and page loads, even and uneven routing), floods, a busy key, and a
 fixed window beside the sliding one, for K in {2,4,8,16,32} gateways and
-Δ in {0.1,0.3,1,3,10} s. It writes DIR/results.csv (one row per run),
+Δ in {0.1,0.3,1,3,10} s; then the parts past the study: "beyond" (floods
+aimed at chosen gateways, pulsed and sudden floods, a slow or lossy store,
+restarts, a fleet that changes size) and "counters" (windows in counters
+against the exact log). It writes DIR/results.csv (one row per run),
 DIR/summary.json, PNG plots and DIR/report.md.
 
-Runs go in parallel on all cores; the results do not depend on the number of
-workers. Ctrl-C stops cleanly and keeps what finished.`,
+Runs go in parallel on all cores, the dearest first; the results do not
+depend on the number of workers. The whole grid takes about a minute and a
+half on 2 cores (docs/performance.md).
+Ctrl-C stops cleanly and keeps what finished.`,
 		Example: `  fleetlimit study --out study-out
   fleetlimit study --quick --out /tmp/first-look
   fleetlimit study --out k8 --filter "k=8 design=shared-counter,lease"
