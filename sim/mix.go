@@ -96,3 +96,31 @@ func (m *mix) next() (t int64, g, c int) {
 	pt.next = pt.draw()
 	return t, g, c
 }
+
+// bulkable reports whether the arrivals can be counted in bulk: one routed
+// traffic, whose gateways are drawn where the design counts its rejections
+// (counts) and otherwise skipped, which needs a fixed count of draws a pick.
+func (m *mix) bulkable(counts bool) bool {
+	pts := m.parts
+	return len(pts) == 1 && pts[0].route != nil && (counts || pts[0].route.draws() >= 0)
+}
+
+// refuseBefore passes over the arrivals before end, telling rf each one's
+// gateway where it counts them, and returns how many: their times are drawn
+// as always; their gateways only where they are told, and otherwise skipped
+// in the routing stream by a jump. Only for a bulkable mix.
+func (m *mix) refuseBefore(end int64, rf *refusals) int {
+	pt := m.parts[0]
+	n := 0
+	for pt.next < end {
+		if rf.counts {
+			rf.ref[pt.route.pick()].Refused(1)
+		}
+		pt.next = pt.draw()
+		n++
+	}
+	if n > 0 && !rf.counts {
+		pt.route.skip(n)
+	}
+	return n
+}

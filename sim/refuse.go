@@ -11,9 +11,7 @@ import (
 // (design.Refuser). It keeps, per gateway, the time before which every
 // request there is surely rejected; syncs and decisions renew it. When
 // every gateway is sure to reject until the next sync, the arrivals before
-// it are counted in bulk: their times are drawn as always; their gateways
-// are drawn only for a design that counts its rejections, and otherwise
-// skipped in the routing stream by a jump. Either way the run makes exactly
+// it are counted in bulk (source.refuseBefore). Either way the run makes exactly
 // the decisions it makes without (TestRefusalsMatchPlain).
 type refusals struct {
 	r     *runner
@@ -45,9 +43,7 @@ func (r *runner) newRefusals() *refusals {
 	// its rejections, so otherwise the routing must draw a fixed count per
 	// pick; and nothing may want each request told.
 	rf.counts = rf.ref[0].CountsRefusals()
-	pts := r.src.parts
-	rf.bulk = len(pts) == 1 && pts[0].route != nil && (rf.counts || pts[0].route.draws() >= 0) &&
-		r.m.parts == nil && r.trace == nil
+	rf.bulk = r.src.bulkable(rf.counts) && r.m.parts == nil && r.trace == nil
 	return rf
 }
 
@@ -84,20 +80,7 @@ func (rf *refusals) inBulk(next int64) {
 		}
 		rf.fresh = true
 	}
-	end := min(rf.least, next, rf.r.end)
-	pt := rf.r.src.parts[0]
-	n := 0
-	for pt.next < end {
-		if rf.counts {
-			rf.ref[pt.route.pick()].Refused(1)
-		}
-		pt.next = pt.draw()
-		n++
-	}
-	if n > 0 {
-		if !rf.counts {
-			pt.route.skip(n)
-		}
+	if n := rf.r.src.refuseBefore(min(rf.least, next, rf.r.end), rf); n > 0 {
 		rf.r.m.rejectedN(n)
 	}
 }

@@ -292,13 +292,29 @@ const (
 // the choice is only about speed: skipping pays off when most syncs are idle.
 const lazyBelow = 0.5
 
+// source is where a run's arrivals come from: drawn as the run goes (mix)
+// or ahead of it (replay).
+type source interface {
+	// next returns the next arrival: its time, gateway and traffic; at
+	// or past the run's end once there are no more
+	next() (t int64, g, c int)
+	// bulkable reports whether refuseBefore may be called, counts being
+	// whether the design counts its rejections
+	bulkable(counts bool) bool
+	// refuseBefore passes over the arrivals before end, telling rf each
+	// one's gateway where it counts them, and returns how many
+	refuseBefore(end int64, rf *refusals) int
+	// setLive makes the arrivals reach the first k gateways
+	setLive(k int)
+}
+
 // runner is one run's state.
 type runner struct {
 	p     Params
 	info  design.Info
 	gws   []design.Gateway
 	key   *memstore.Key
-	src   *mix
+	src   source
 	m     *meter
 	trace Trace
 	rf    *refusals  // the eager mode's sure rejections, when it keeps them

@@ -1,8 +1,11 @@
 // Package sweep runs many simulations in parallel on all cores. Each run is
 // independent and deterministic, and results are kept in input order, so the
-// outcome never depends on the number of workers or on scheduling.
+// outcome never depends on the number of workers or on scheduling. Runs that
+// see the same requests (sim.RequestsKey) share them, drawn once
+// (sim.DrawRequests), which makes exactly the same results faster.
 //
-// It must never share state between runs or let a run see the wall clock.
+// It must never share mutable state between runs or let a run see the wall
+// clock.
 package sweep
 
 import (
@@ -31,11 +34,14 @@ type Options struct {
 	Progress func(done, index int)
 }
 
-// Run runs every params and returns their outcomes in the same order. When
-// ctx is cancelled, runs not yet started are skipped and marked not Done;
-// runs already under way finish.
+// Run runs every params and returns their outcomes in the same order, and
+// starts them in that order. When ctx is cancelled, runs not yet started are
+// skipped and marked not Done; runs already under way finish. The requests
+// runs share are held from the first of them to start until the last ends:
+// runs of one key given together keep few held at once.
 func Run(ctx context.Context, params []sim.Params, opt Options) []Outcome {
 	out := make([]Outcome, len(params))
+	shared := share(params)
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -54,7 +60,7 @@ func Run(ctx context.Context, params []sim.Params, opt Options) []Outcome {
 				if i >= len(params) {
 					return
 				}
-				r, err := sim.Run(params[i])
+				r, err := shared[i].run(params[i])
 				out[i] = Outcome{Result: r, Err: err, Done: true}
 				if opt.Progress != nil {
 					mu.Lock()
@@ -67,4 +73,56 @@ func Run(ctx context.Context, params []sim.Params, opt Options) []Outcome {
 	}
 	wg.Wait()
 	return out
+}
+
+// requests are the requests drawn ahead for the runs of one key.
+type requests struct {
+	once sync.Once
+	rq   *sim.Requests
+	err  error
+	mu   sync.Mutex
+	left int // runs not yet finished
+}
+
+// share finds the runs that see the same requests: for each run, the
+// requests it shares, or nil where it draws its own.
+func share(params []sim.Params) []*requests {
+	byKey := map[sim.RequestsKey]*requests{}
+	out := make([]*requests, len(params))
+	for i, p := range params {
+		if p.Validate() != nil || !p.Shareable() {
+			continue // sim.Run says what is wrong, or draws its own
+		}
+		k := p.Key()
+		if byKey[k] == nil {
+			byKey[k] = &requests{}
+		}
+		out[i] = byKey[k]
+		out[i].left++
+	}
+	for i, s := range out {
+		if s != nil && s.left == 1 {
+			out[i] = nil // nothing to share
+		}
+	}
+	return out
+}
+
+// run runs p on the shared requests, drawing them first if no run has, and
+// lets them go after the last run.
+func (s *requests) run(p sim.Params) (sim.Result, error) {
+	if s == nil {
+		return sim.Run(p)
+	}
+	s.once.Do(func() { s.rq, s.err = sim.DrawRequests(p) })
+	if s.err != nil {
+		return sim.Result{}, s.err
+	}
+	r, err := sim.RunRequests(p, s.rq)
+	s.mu.Lock()
+	if s.left--; s.left == 0 {
+		s.rq = nil
+	}
+	s.mu.Unlock()
+	return r, err
 }

@@ -67,3 +67,28 @@ func TestCancelKeepsFinished(t *testing.T) {
 		t.Fatalf("after cancelling at 5: %d done, progress %d", done, n)
 	}
 }
+
+// Runs that share their requests get exactly the results they get on their
+// own.
+func TestSharedRequestsEqualOwn(t *testing.T) {
+	ps := grid(t)
+	shared := 0
+	for _, s := range share(ps) {
+		if s != nil {
+			shared++
+		}
+	}
+	if shared != len(ps) {
+		t.Fatalf("%d of %d runs share their requests; every design of a traffic and seed should", shared, len(ps))
+	}
+	got := Run(context.Background(), ps, Options{Workers: 2})
+	for i, p := range ps {
+		want, err := sim.Run(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got[i].Done || got[i].Err != nil || !reflect.DeepEqual(got[i].Result, want) {
+			t.Fatalf("%v: shared %+v, on its own %+v", p, got[i], want)
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+)
+
+// Requests are a run's arrivals drawn ahead of it: their times, gateways and
+// traffics. The arrivals do not depend on the design, the sync interval, the
+// window's kind or the lease policy (each has its own random streams), so
+// every run that differs from another only in those sees the very same
+// requests; drawn once, they serve all of them (RunRequests), and each run
+// makes exactly the decisions it makes when it draws them itself. Requests
+// are read only once drawn: any number of runs may share them at once.
+type Requests struct {
+	key RequestsKey
+	t   []int64
+	g   []uint16 // gateways are below 4096 (Params.Validate)
+	c   []uint16 // nil: a single traffic
+}
+
+// RequestsKey says which runs see the same requests: runs whose keys are
+// equal can share their Requests.
+type RequestsKey struct {
+	Seed     uint64
+	Mix      string // Params.MixString
+	Limit    int
+	Window   time.Duration
+	Gateways int
+	Routing  Routing
+	Duration time.Duration
+}
+
+// MaxSharedRequests bounds the expected requests of a run whose arrivals
+// may be drawn ahead: ten bytes each are held while its runs go on.
+const MaxSharedRequests = 8 << 20
+
+// Key is the RequestsKey of run p.
+func (p Params) Key() RequestsKey {
+	return RequestsKey{Seed: p.Seed, Mix: p.MixString(), Limit: p.Limit, Window: p.Window,
+		Gateways: p.Gateways, Routing: p.Routing, Duration: p.Duration}
+}
+
+// Shareable reports whether run p's arrivals can be drawn ahead: its fleet
+// keeps its size (a fleet that changes size reroutes its arrivals) and it
+// expects no more than MaxSharedRequests.
+func (p Params) Shareable() bool {
+	return len(p.Faults.Members) == 0 && p.expected() <= MaxSharedRequests
+}
+
+// DrawRequests draws the arrivals of run p ahead of it.
+func DrawRequests(p Params) (*Requests, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if !p.Shareable() {
+		return nil, fmt.Errorf("run %v: its arrivals cannot be drawn ahead (a fleet that changes size, or more than %d requests expected)", p, MaxSharedRequests)
+	}
+	m, end := newMix(p), int64(p.Duration)
+	n := int(p.expected()*1.01) + 64
+	rq := &Requests{key: p.Key(), t: make([]int64, 0, n), g: make([]uint16, 0, n)}
+	if len(m.parts) > 1 {
+		rq.c = make([]uint16, 0, n)
+	}
+	for {
+		t, g, c := m.next()
+		if t >= end {
+			return rq, nil
+		}
+		rq.t, rq.g = append(rq.t, t), append(rq.g, uint16(g))
+		if rq.c != nil {
+			rq.c = append(rq.c, uint16(c))
+		}
+	}
+}
+
+// Len is the number of requests.
+func (rq *Requests) Len() int { return len(rq.t) }
+
+// RunRequests runs p on arrivals drawn ahead for a run of the same key.
+func RunRequests(p Params, rq *Requests) (Result, error) {
+	if rq == nil {
+		return Result{}, fmt.Errorf("run %v: no requests given", p)
+	}
+	if !p.Shareable() {
+		return Result{}, fmt.Errorf("run %v: its arrivals cannot be drawn ahead (a fleet that changes size, or more than %d requests expected)", p, MaxSharedRequests)
+	}
+	if p.Key() != rq.key {
+		return Result{}, fmt.Errorf("run %v: the requests given were drawn for another run (%+v)", p, rq.key)
+	}
+	r, err := newRunner(p, nil)
+	if err != nil {
+		return Result{}, err
+	}
+	r.src = &replay{rq: rq}
+	r.execute(modeAuto)
+	return r.m.result(r.end), nil
+}
+
+// replay is a run's source of arrivals drawn ahead.
+type replay struct {
+	rq *Requests
+	i  int // the next
+}
+
+func (s *replay) next() (t int64, g, c int) {
+	rq := s.rq
+	if s.i == len(rq.t) {
+		return never, 0, 0
+	}
+	i := s.i
+	s.i++
+	if rq.c != nil {
+		c = int(rq.c[i])
+	}
+	return rq.t[i], int(rq.g[i]), c
+}
+
+// bulkable: any arrivals can be counted in bulk.
+func (s *replay) bulkable(counts bool) bool { return true }
+
+// refuseBefore passes over the arrivals before end, telling rf each one's
+// gateway where it counts them, and returns how many.
+func (s *replay) refuseBefore(end int64, rf *refusals) int {
+	rq, i := s.rq, s.i
+	j := i + gallop(rq.t[i:], end)
+	if rf.counts {
+		for _, g := range rq.g[i:j] {
+			rf.ref[g].Refused(1)
+		}
+	}
+	s.i = j
+	return j - i
+}
+
+// setLive is never called: a run whose fleet changes size draws its own.
+func (s *replay) setLive(k int) { panic("sim: a replay cannot follow a fleet that changes size") }
+
+// gallop returns the number of times in ts, ascending, before end: a
+// doubling search from the start, then a binary one, so that a short run of
+// them costs little.
+func gallop(ts []int64, end int64) int {
+	lo, hi := 0, 1
+	for hi <= len(ts) && ts[hi-1] < end {
+		lo, hi = hi, 2*hi
+	}
+	hi = min(hi, len(ts))
+	for lo < hi { // ts[lo-1] < end; the answer is in [lo, hi]
+		m := int(uint(lo+hi) >> 1)
+		if ts[m] < end {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
