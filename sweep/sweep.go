@@ -34,14 +34,16 @@ type Options struct {
 	Progress func(done, index int)
 }
 
-// Run runs every params and returns their outcomes in the same order, and
-// starts them in that order. When ctx is cancelled, runs not yet started are
-// skipped and marked not Done; runs already under way finish. The requests
-// runs share are held from the first of them to start until the last ends:
-// runs of one key given together keep few held at once.
+// Run runs every params and returns their outcomes in the same order. It
+// starts them in that order, except that the runs sharing their requests
+// start together, where the first of them would: the requests are held
+// from then until the last of them ends, so that few are held at once. When
+// ctx is cancelled, runs not yet started are skipped and marked not Done;
+// runs already under way finish.
 func Run(ctx context.Context, params []sim.Params, opt Options) []Outcome {
 	out := make([]Outcome, len(params))
 	shared := share(params)
+	order := startOrder(shared)
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -56,10 +58,11 @@ func Run(ctx context.Context, params []sim.Params, opt Options) []Outcome {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= len(params) {
+				j := int(next.Add(1) - 1)
+				if j >= len(params) {
 					return
 				}
+				i := order[j]
 				r, err := shared[i].run(params[i])
 				out[i] = Outcome{Result: r, Err: err, Done: true}
 				if opt.Progress != nil {
@@ -77,6 +80,7 @@ func Run(ctx context.Context, params []sim.Params, opt Options) []Outcome {
 
 // requests are the requests drawn ahead for the runs of one key.
 type requests struct {
+	runs []int // the runs that share them, in the order given
 	once sync.Once
 	rq   *sim.Requests
 	err  error
@@ -98,6 +102,7 @@ func share(params []sim.Params) []*requests {
 			byKey[k] = &requests{}
 		}
 		out[i] = byKey[k]
+		out[i].runs = append(out[i].runs, i)
 		out[i].left++
 	}
 	for i, s := range out {
@@ -106,6 +111,21 @@ func share(params []sim.Params) []*requests {
 		}
 	}
 	return out
+}
+
+// startOrder is the order runs start in: as given, but the runs that share
+// their requests all where the first of them is.
+func startOrder(shared []*requests) []int {
+	order := make([]int, 0, len(shared))
+	for i, s := range shared {
+		switch {
+		case s == nil:
+			order = append(order, i)
+		case s.runs[0] == i:
+			order = append(order, s.runs...)
+		}
+	}
+	return order
 }
 
 // run runs p on the shared requests, drawing them first if no run has, and

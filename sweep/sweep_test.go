@@ -92,3 +92,19 @@ func TestSharedRequestsEqualOwn(t *testing.T) {
 		}
 	}
 }
+
+// Runs that share their requests start together, where the first of them
+// would; the rest keep their order.
+func TestStartOrderKeepsGroupsTogether(t *testing.T) {
+	a := sim.Defaults()
+	b := a
+	b.Seed = 2
+	c := a
+	c.Faults.Members = []sim.MemberChange{{At: 30 * time.Minute, Gateways: 9}} // draws its own
+	a2, b2 := a, b
+	a2.Design, b2.Design = "lease", "lease"
+	ps := []sim.Params{a, b, c, a2, b2}
+	if got, want := startOrder(share(ps)), []int{0, 3, 1, 4, 2}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("start order %v, want %v", got, want)
+	}
+}
