@@ -427,37 +427,16 @@ func runCost(p sim.Params) float64 {
 	return c
 }
 
-// costOrder returns the indexes of runs in the order they start: the runs
-// that share their requests (sim.RequestsKey) together, so that few are held
-// at once, the dearest such group first, so that parallel workers do not end
-// on one long run; within a group, the dearest run first.
+// costOrder returns the indexes of runs, the most expensive first, so that
+// parallel workers do not end on one long run. sweep starts the runs that
+// share their requests together, where the dearest of them stands.
 func costOrder(runs []Run) []int {
 	idx := make([]int, len(runs))
 	cost := make([]float64, len(runs))
-	group := make([]int, len(runs)) // index of the group's first run
-	groupCost := map[int]float64{}
-	first := map[sim.RequestsKey]int{}
 	for i, r := range runs {
-		idx[i], cost[i], group[i] = i, runCost(r.Params), i
-		if r.Params.Shareable() {
-			k := r.Params.Key()
-			if j, ok := first[k]; ok {
-				group[i] = j
-			} else {
-				first[k] = i
-			}
-		}
-		groupCost[group[i]] += cost[i]
+		idx[i] = i
+		cost[i] = runCost(r.Params)
 	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		ga, gb := group[idx[a]], group[idx[b]]
-		if ga != gb {
-			if groupCost[ga] != groupCost[gb] {
-				return groupCost[ga] > groupCost[gb]
-			}
-			return ga < gb
-		}
-		return cost[idx[a]] > cost[idx[b]]
-	})
+	sort.SliceStable(idx, func(a, b int) bool { return cost[idx[a]] > cost[idx[b]] })
 	return idx
 }
