@@ -17,10 +17,15 @@ type meter struct {
 	performed                                       int64 // syncs actually run (the lazy mode skips quiet ones)
 	admittedAfter                                   int64 // admits at t >= W
 
-	// admit times inside the last W, a deque, for the worst sliding window
+	// the worst sliding window: the most admits any (t-W, t] held, and
+	// the last admit times, a ring longer than worst+1 indexed by the
+	// admit's number; with an attack, the admits inside the last W, a
+	// deque, as the attack's window needs each window's count
+	worst   int
+	ring    []int64
+	admits  int64
 	win     []int64
 	winHead int
-	worst   int
 
 	// the fixed window [fixedLo, fixedHi) of the last admit, its count, and
 	// the most any fixed window held
@@ -101,7 +106,49 @@ func (m *meter) record(t int64, v design.Verdict, c int) {
 	if t >= m.w {
 		m.admittedAfter++
 	}
-	// worst sliding window: admits in (t-W, t]
+	if m.attack > 0 {
+		m.slideCounting(t)
+	} else {
+		m.slide(t)
+	}
+	// worst fixed window
+	if t >= m.fixedHi || t < m.fixedLo {
+		m.fixedLo = t / m.w * m.w
+		m.fixedHi, m.fixedCount = m.fixedLo+m.w, 0
+	}
+	m.fixedCount++
+	m.worstFixed = max(m.worstFixed, m.fixedCount)
+}
+
+// slide takes an admit at t into the worst sliding window. The window
+// (t-W, t] ending at it holds worst+1 admits exactly when the admit worst
+// places back is in it, and never more, as it holds at most one more than
+// the window of the admit before; so one comparison a request keeps worst.
+func (m *meter) slide(t int64) {
+	if m.worst+1 > len(m.ring) {
+		m.growRing()
+	}
+	mask := int64(len(m.ring) - 1)
+	a := m.admits
+	m.ring[a&mask] = t
+	m.admits++
+	if back := a - int64(m.worst); back >= 0 && m.ring[back&mask] > t-m.w {
+		m.worst++
+	}
+}
+
+// growRing doubles the ring (at least 64), keeping its admits in place.
+func (m *meter) growRing() {
+	ring := make([]int64, max(64, 2*len(m.ring)))
+	for a := max(0, m.admits-int64(len(m.ring))); a < m.admits; a++ {
+		ring[a&int64(len(ring)-1)] = m.ring[a&int64(len(m.ring)-1)]
+	}
+	m.ring = ring
+}
+
+// slideCounting is slide for a run with an attack: it counts every
+// window's admits, for the worst window that holds the attack's start.
+func (m *meter) slideCounting(t int64) {
 	lo := t - m.w
 	for m.winHead < len(m.win) && m.win[m.winHead] <= lo {
 		m.winHead++
@@ -113,16 +160,9 @@ func (m *meter) record(t int64, v design.Verdict, c int) {
 	m.win = append(m.win, t)
 	n := len(m.win) - m.winHead
 	m.worst = max(m.worst, n)
-	if m.attack > 0 && t >= m.attack && t < m.attack+m.w { // a window (t-W, t] that holds the attack's start
+	if t >= m.attack && t < m.attack+m.w { // a window (t-W, t] that holds the attack's start
 		m.worstAttack = max(m.worstAttack, n)
 	}
-	// worst fixed window
-	if t >= m.fixedHi || t < m.fixedLo {
-		m.fixedLo = t / m.w * m.w
-		m.fixedHi, m.fixedCount = m.fixedLo+m.w, 0
-	}
-	m.fixedCount++
-	m.worstFixed = max(m.worstFixed, m.fixedCount)
 }
 
 func (m *meter) result(end int64) Result {
