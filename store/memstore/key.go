@@ -263,19 +263,25 @@ func (k *Key) insertFromBack(gw int, stamps []int64, counts []int) {
 	i := k.log.len() - 1 // the last entry not yet moved
 	k.log.grow(len(stamps))
 	w := k.log.len() - 1 // the place to fill
+	// in locals: each push moves the entries the other gateways pushed
+	// since, about K an admit
+	lt, ln, lg, head := k.log.t, k.log.n, k.log.gw, k.head
+	added, heavy := 0, 0
 	for j := len(stamps) - 1; j >= 0; j-- {
 		t, n := stamps[j], store.CountAt(counts, j)
-		for ; i >= k.head && k.log.t[i] > t; i, w = i-1, w-1 {
-			k.log.set(w, k.log.t[i], k.log.n[i], k.log.gw[i])
+		for ; i >= head && lt[i] > t; i, w = i-1, w-1 {
+			lt[w], ln[w], lg[w] = lt[i], ln[i], lg[i]
 		}
-		k.log.set(w, t, n, int32(gw))
+		lt[w], ln[w], lg[w] = t, n, int32(gw)
 		w--
-		k.own[gw] += n
-		k.count += n
+		added += n
 		if n > 1 {
-			k.heavy++
+			heavy++
 		}
 	}
+	k.own[gw] += added
+	k.count += added
+	k.heavy += heavy
 }
 
 // appendEntry appends e to the log, whose live entries are all at or before
