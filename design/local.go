@@ -136,10 +136,12 @@ func (l *local) quietSyncs() int {
 // first stamp that counts.
 func (l *local) age(now int64) int {
 	lo := l.spec.Lo(now)
-	for l.win < len(l.stamps) && l.stamps[l.win] < lo {
-		l.win++
+	win, stamps := l.win, l.stamps // in locals, not the record's fields every step
+	for win < len(stamps) && stamps[win] < lo {
+		win++
 	}
-	return max(l.win, l.lo)
+	l.win = win
+	return max(win, l.lo)
 }
 
 // sinceSync is the index of the first admit not yet acknowledged that

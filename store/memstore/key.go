@@ -102,15 +102,17 @@ func (k *Key) advance(now int64) int64 {
 	}
 	k.now = now
 	lo := k.spec.Lo(now)
-	for k.head < k.log.len() && k.log.t[k.head] < lo {
-		n := k.log.n[k.head]
-		k.own[k.log.gw[k.head]] -= n
+	head, lt := k.head, k.log.t // in locals, not the key's fields every step
+	for head < len(lt) && lt[head] < lo {
+		n := k.log.n[head]
+		k.own[k.log.gw[head]] -= n
 		k.count -= n
 		if n > 1 {
 			k.heavy--
 		}
-		k.head++
+		head++
 	}
+	k.head = head
 	if k.head == k.log.len() {
 		k.log.truncate(0)
 		k.head = 0
