@@ -126,7 +126,8 @@ type Info struct {
 	// NoSync is true for designs whose syncs carry nothing but the
 	// Fallback's admits (central-log): a driver syncs such a gateway only
 	// when it has some to push (Lazy.QuietSyncs is 0). The simulator has
-	// no fallback, so it neither runs nor counts their syncs.
+	// no fallback, so it neither runs nor counts their syncs, and a run's
+	// figures must not depend on Config.Sync (sim.Params.SyncFree).
 	NoSync bool
 	// FixedWindow is true for designs that count in fixed windows only
 	// (central-counter): a driver refuses them a sliding window.

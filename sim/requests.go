@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"time"
+
+	"github.com/fleetlimit/fleetlimit/design"
 )
 
 // Requests are a run's arrivals drawn ahead of it: their times, gateways and
@@ -46,6 +48,15 @@ func (p Params) Key() RequestsKey {
 // expects no more than MaxSharedRequests.
 func (p Params) Shareable() bool {
 	return len(p.Faults.Members) == 0 && p.expected() <= MaxSharedRequests
+}
+
+// SyncFree reports whether run p's Result does not depend on its Sync: a
+// design that never syncs (design.Info.NoSync: every decision is the
+// store's) on an ideal store. Two such runs that differ only in Sync have
+// equal Results but for their Params.
+func (p Params) SyncFree() bool {
+	info, err := design.Lookup(p.Design)
+	return err == nil && info.NoSync && !p.Faults.Active()
 }
 
 // DrawRequests draws the arrivals of run p ahead of it.

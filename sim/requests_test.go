@@ -112,3 +112,62 @@ func TestGallop(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncFreeEqualAcrossSyncs holds Params.SyncFree to what it claims: for
+// every registered design it holds for, runs that differ only in Sync have
+// equal Results but for their Params, over floods, an attack on an honest
+// key, counters, a fixed window and aligned syncs; and it holds for none
+// with faults.
+func TestSyncFreeEqualAcrossSyncs(t *testing.T) {
+	free := 0
+	for _, d := range design.Names() {
+		for i, tr := range []string{"steady:1", "flood:30", "steady:0.8,flood:100+5m", "pageload:0.8"} {
+			p := Defaults()
+			p.Design, p.Gateways, p.Duration, p.Seed = d, 4, 10*time.Minute, uint64(i+1)
+			p.Traffic, p.Also = mustMix(t, tr)
+			if info, _ := design.Lookup(d); info.FixedWindow || i == 3 {
+				p.WindowKind = window.Fixed
+			} else if i == 1 {
+				p.WindowBuckets = 60
+			}
+			p.AlignedSync = i == 2
+			if !p.SyncFree() {
+				continue
+			}
+			free++
+			want, err := Run(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sync := range []time.Duration{300 * time.Millisecond, 7 * time.Second} {
+				q := p
+				q.Sync = sync
+				got, err := Run(q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got.Params = p
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%v at Δ = %v: %+v, at %v: %+v", p, sync, got, p.Sync, want)
+				}
+			}
+			p.Faults.RTT = time.Millisecond
+			if p.SyncFree() {
+				t.Fatalf("%v: sync-free with faults", p)
+			}
+		}
+	}
+	if free == 0 {
+		t.Fatal("no design's runs are sync-free: the test tests nothing")
+	}
+}
+
+// mustMix parses a traffic spec into a run's Traffic and Also.
+func mustMix(t *testing.T, s string) (Traffic, []Traffic) {
+	t.Helper()
+	mix, err := ParseMix(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mix[0], mix[1:]
+}

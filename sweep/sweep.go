@@ -2,7 +2,9 @@
 // independent and deterministic, and results are kept in input order, so the
 // outcome never depends on the number of workers or on scheduling. Runs that
 // see the same requests (sim.RequestsKey) share them, drawn once
-// (sim.DrawRequests), which makes exactly the same results faster.
+// (sim.DrawRequests), and a run whose result cannot depend on its sync
+// interval (sim.Params.SyncFree) takes that of the run just like it but for
+// the interval: exactly the same results, faster.
 //
 // It must never share mutable state between runs or let a run see the wall
 // clock.
@@ -10,7 +12,9 @@ package sweep
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -37,13 +41,16 @@ type Options struct {
 // Run runs every params and returns their outcomes in the same order. It
 // starts them in that order, except that the runs sharing their requests
 // start together, where the first of them would: the requests are held
-// from then until the last of them ends, so that few are held at once. When
+// from then until the last of them ends, so that few are held at once. A
+// run that takes another's result (twins) is done when that one is. When
 // ctx is cancelled, runs not yet started are skipped and marked not Done;
 // runs already under way finish.
 func Run(ctx context.Context, params []sim.Params, opt Options) []Outcome {
 	out := make([]Outcome, len(params))
-	shared := share(params)
-	order := startOrder(shared)
+	copyOf := twins(params)
+	copies := copiesOf(copyOf)
+	shared := share(params, copyOf)
+	order := startOrder(shared, copyOf)
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -59,16 +66,22 @@ func Run(ctx context.Context, params []sim.Params, opt Options) []Outcome {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				j := int(next.Add(1) - 1)
-				if j >= len(params) {
+				if j >= len(order) {
 					return
 				}
 				i := order[j]
 				r, err := shared[i].run(params[i])
 				out[i] = Outcome{Result: r, Err: err, Done: true}
+				for _, c := range copies[i] {
+					out[c] = Outcome{Result: r, Err: err, Done: true}
+					out[c].Result.Params, out[c].Result.Parts = params[c], slices.Clone(r.Parts)
+				}
 				if opt.Progress != nil {
 					mu.Lock()
-					done++
-					opt.Progress(done, i)
+					for _, k := range append([]int{i}, copies[i]...) {
+						done++
+						opt.Progress(done, k)
+					}
 					mu.Unlock()
 				}
 			}
@@ -88,14 +101,48 @@ type requests struct {
 	left int // runs not yet finished
 }
 
+// twins finds the runs whose result is an earlier run's but for the sync
+// interval (sim.Params.SyncFree): for each run, the index of the run whose
+// result it takes, or -1 where it runs itself.
+func twins(params []sim.Params) []int {
+	first := map[string]int{}
+	copyOf := make([]int, len(params))
+	for i, p := range params {
+		copyOf[i] = -1
+		if p.Validate() != nil || !p.SyncFree() {
+			continue
+		}
+		p.Sync = 0
+		k := fmt.Sprintf("%#v", p) // every field, slices by their contents
+		if j, ok := first[k]; ok {
+			copyOf[i] = j
+			continue
+		}
+		first[k] = i
+	}
+	return copyOf
+}
+
+// copiesOf inverts twins: for each run, the runs that take its result.
+func copiesOf(copyOf []int) [][]int {
+	out := make([][]int, len(copyOf))
+	for i, j := range copyOf {
+		if j >= 0 {
+			out[j] = append(out[j], i)
+		}
+	}
+	return out
+}
+
 // share finds the runs that see the same requests: for each run, the
-// requests it shares, or nil where it draws its own.
-func share(params []sim.Params) []*requests {
+// requests it shares, or nil where it draws its own or takes another's
+// result.
+func share(params []sim.Params, copyOf []int) []*requests {
 	byKey := map[sim.RequestsKey]*requests{}
 	out := make([]*requests, len(params))
 	for i, p := range params {
-		if p.Validate() != nil || !p.Shareable() {
-			continue // sim.Run says what is wrong, or draws its own
+		if p.Validate() != nil || !p.Shareable() || copyOf[i] >= 0 {
+			continue // sim.Run says what is wrong, draws its own, or runs not
 		}
 		k := p.Key()
 		if byKey[k] == nil {
@@ -114,11 +161,13 @@ func share(params []sim.Params) []*requests {
 }
 
 // startOrder is the order runs start in: as given, but the runs that share
-// their requests all where the first of them is.
-func startOrder(shared []*requests) []int {
+// their requests all where the first of them is, and without the runs that
+// take another's result.
+func startOrder(shared []*requests, copyOf []int) []int {
 	order := make([]int, 0, len(shared))
 	for i, s := range shared {
 		switch {
+		case copyOf[i] >= 0:
 		case s == nil:
 			order = append(order, i)
 		case s.runs[0] == i:

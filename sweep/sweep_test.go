@@ -73,7 +73,7 @@ func TestCancelKeepsFinished(t *testing.T) {
 func TestSharedRequestsEqualOwn(t *testing.T) {
 	ps := grid(t)
 	shared := 0
-	for _, s := range share(ps) {
+	for _, s := range share(ps, twins(ps)) {
 		if s != nil {
 			shared++
 		}
@@ -104,7 +104,50 @@ func TestStartOrderKeepsGroupsTogether(t *testing.T) {
 	a2, b2 := a, b
 	a2.Design, b2.Design = "lease", "lease"
 	ps := []sim.Params{a, b, c, a2, b2}
-	if got, want := startOrder(share(ps)), []int{0, 3, 1, 4, 2}; !reflect.DeepEqual(got, want) {
+	if got, want := startOrder(share(ps, twins(ps)), twins(ps)), []int{0, 3, 1, 4, 2}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("start order %v, want %v", got, want)
+	}
+}
+
+// A run whose result cannot depend on its sync interval takes the result of
+// the run just like it but for the interval, and gets exactly the result it
+// gets on its own; the others, faulty central-log runs among them, run.
+func TestTwinsEqualOwn(t *testing.T) {
+	var ps []sim.Params
+	for _, d := range []string{"central-log", "shared-counter"} {
+		for _, tr := range []string{"steady:1", "flood:30"} {
+			for _, rtt := range []time.Duration{0, 5 * time.Millisecond} {
+				for _, sync := range []time.Duration{100 * time.Millisecond, time.Second, 3 * time.Second} {
+					p := sim.Defaults()
+					p.Design, p.Gateways, p.Sync, p.Duration = d, 4, sync, 10*time.Minute
+					p.Traffic, _ = sim.ParseTraffic(tr)
+					p.Faults.RTT = rtt
+					ps = append(ps, p)
+				}
+			}
+		}
+	}
+	copies := 0
+	for _, j := range twins(ps) {
+		if j >= 0 {
+			copies++
+		}
+	}
+	if copies != 4 { // central-log's ideal runs: two of the three intervals, two traffics
+		t.Fatalf("%d runs take another's result, want 4", copies)
+	}
+	reported := map[int]int{}
+	got := Run(context.Background(), ps, Options{Workers: 2, Progress: func(_, i int) { reported[i]++ }})
+	for i, p := range ps {
+		want, err := sim.Run(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got[i].Done || got[i].Err != nil || !reflect.DeepEqual(got[i].Result, want) {
+			t.Fatalf("%v: in the sweep %+v, on its own %+v", p, got[i], want)
+		}
+		if reported[i] != 1 {
+			t.Fatalf("%v: reported %d times", p, reported[i])
+		}
 	}
 }
