@@ -32,9 +32,9 @@ DIR/summary.json, PNG plots and DIR/report.md.
 
 Runs go in parallel on all cores, the dearest first; runs that see the same
 requests (every design and sync interval of a traffic, K and seed) go
-together and draw them once. The results do not depend on the number of
-workers. The whole grid takes a little over a minute on 2 cores
-(docs/performance.md).
+together and draw them once, and a design that never syncs runs once for
+every sync interval. The results do not depend on the number of workers.
+The whole grid takes about a minute on 2 cores (docs/performance.md).
 Ctrl-C stops cleanly and keeps what finished.`,
 		Example: `  fleetlimit study --out study-out
   fleetlimit study --quick --out /tmp/first-look
