@@ -65,10 +65,13 @@ func (a *arrivals) closeInterval(c int) {
 
 // closeEmpty closes n intervals without arrivals, a bucket at a time.
 func (a *arrivals) closeEmpty(n int) {
-	if n >= len(a.intervals)*a.span {
+	if n >= len(a.intervals)*a.span { // every bucket makes room; where the ring stands moves on as closing one by one would
 		clear(a.intervals)
-		a.sum, a.next, a.filled = 0, 0, 0
+		a.sum = 0
 		a.ahead = false
+		total := a.filled + n%(len(a.intervals)*a.span)
+		a.next = (a.next + total/a.span) % len(a.intervals)
+		a.filled = total % a.span
 		return
 	}
 	if a.span == 1 && a.ahead { // over the buckets known empty only next moves
@@ -80,6 +83,10 @@ func (a *arrivals) closeEmpty(n int) {
 		}
 	}
 	a.passed(n)
+	if a.span == 1 { // an interval a bucket: the n from next on make room
+		a.next = a.clearFrom(a.next, n)
+		return
+	}
 	for n > 0 {
 		if a.filled == 0 { // entering the bucket at next: it makes room
 			a.sum -= a.intervals[a.next]
@@ -94,6 +101,25 @@ func (a *arrivals) closeEmpty(n int) {
 			}
 		}
 	}
+}
+
+// clearFrom empties the n buckets from i on, round the ring, taking their
+// counts off the sum, and returns the index after them: in runs of
+// contiguous buckets, as an idle gateway of a long window skips hundreds at
+// once.
+func (a *arrivals) clearFrom(i, n int) int {
+	for n > 0 {
+		seg := a.intervals[i:min(i+n, len(a.intervals))]
+		for _, c := range seg {
+			a.sum -= c
+		}
+		clear(seg)
+		n -= len(seg)
+		if i += len(seg); i == len(a.intervals) {
+			i = 0
+		}
+	}
+	return i
 }
 
 // emptyAhead is how many of the next closes drop only empty intervals from

@@ -76,3 +76,31 @@ func TestEmptyAheadKeptAcrossCloses(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseEmptyEqualsClosingOneByOne holds closeEmpty's skip of n empty
+// intervals to n closes of none, on rings of a bucket an interval and of
+// shared buckets, from random states, n running past the ring.
+func TestCloseEmptyEqualsClosingOneByOne(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, shape := range []struct{ buckets, span int }{{1, 1}, {7, 1}, {60, 1}, {600, 1}, {5, 3}, {64, 22}} {
+		a := arrivals{intervals: make([]int, shape.buckets), span: shape.span}
+		b := arrivals{intervals: make([]int, shape.buckets), span: shape.span}
+		for step := range 3000 {
+			if rng.IntN(2) == 0 {
+				c := rng.IntN(4)
+				a.closeInterval(c)
+				b.closeInterval(c)
+				continue
+			}
+			n := 1 + rng.IntN(shape.buckets*shape.span+2)
+			a.closeEmpty(n)
+			for range n {
+				b.closeInterval(0)
+			}
+			if a.sum != b.sum || a.next != b.next || a.filled != b.filled || !slices.Equal(a.intervals, b.intervals) {
+				t.Fatalf("%+v, step %d, skip %d: ring %v next %d filled %d sum %d, closed one by one %v %d %d %d",
+					shape, step, n, a.intervals, a.next, a.filled, a.sum, b.intervals, b.next, b.filled, b.sum)
+			}
+		}
+	}
+}
