@@ -91,3 +91,23 @@ func TestLazyEqualsEager(t *testing.T) {
 	}
 	t.Logf("%d runs identical in both modes; lazy performed %d of eager's %d syncs", runs, performed[modeLazy], performed[modeEager])
 }
+
+// TestLazyEqualsEagerSharedBuckets holds the lazy mode to the eager one for
+// leases whose window has more sync intervals than arrival buckets
+// (design.MaxLeaseBuckets), so that a bucket holds several, with gateways
+// idle for longer than the window: a skip of them must leave the ring where
+// closing the intervals one by one does.
+func TestLazyEqualsEagerSharedBuckets(t *testing.T) {
+	for _, name := range []string{"lease", "lease-ask"} {
+		for _, tr := range []string{"steady:0.3", "pageload:0.5"} {
+			p := Defaults()
+			p.Design, p.Gateways, p.Sync, p.Routing = name, 16, 10*time.Millisecond, Uneven
+			p.Traffic, p.Duration, p.Seed = mustTraffic(t, tr), 30*time.Minute, 7
+			eager, lazy := runMode(t, p, nil, modeEager), runMode(t, p, nil, modeLazy)
+			eager.Store, lazy.Store = sim0, sim0
+			if !reflect.DeepEqual(lazy, eager) {
+				t.Fatalf("%v: results differ:\nlazy  %+v\neager %+v", p, lazy, eager)
+			}
+		}
+	}
+}
