@@ -99,10 +99,10 @@ func TestLazyEqualsEager(t *testing.T) {
 // closing the intervals one by one does.
 func TestLazyEqualsEagerSharedBuckets(t *testing.T) {
 	for _, name := range []string{"lease", "lease-ask"} {
-		for _, tr := range []string{"steady:0.3", "pageload:0.5"} {
+		for _, tr := range []string{"steady:0.1", "pageload:0.2"} {
 			p := Defaults()
 			p.Design, p.Gateways, p.Sync, p.Routing = name, 16, 10*time.Millisecond, Uneven
-			p.Traffic, p.Duration, p.Seed = mustTraffic(t, tr), 30*time.Minute, 7
+			p.Traffic, p.Duration, p.Seed = mustTraffic(t, tr), 10*time.Minute, 7
 			eager, lazy := runMode(t, p, nil, modeEager), runMode(t, p, nil, modeLazy)
 			eager.Store, lazy.Store = sim0, sim0
 			if !reflect.DeepEqual(lazy, eager) {
