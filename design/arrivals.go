@@ -83,23 +83,22 @@ func (a *arrivals) closeEmpty(n int) {
 		}
 	}
 	a.passed(n)
-	if a.span == 1 { // an interval a bucket: the n from next on make room
-		a.next = a.clearFrom(a.next, n)
-		return
-	}
-	for n > 0 {
-		if a.filled == 0 { // entering the bucket at next: it makes room
-			a.sum -= a.intervals[a.next]
-			a.intervals[a.next] = 0
-		}
+	if a.filled > 0 { // the bucket at next takes its share first
 		step := min(n, a.span-a.filled)
 		n -= step
 		if a.filled += step; a.filled == a.span {
 			a.filled = 0
-			if a.next++; a.next == len(a.intervals) {
-				a.next = 0
-			}
+			a.next = (a.next + 1) % len(a.intervals)
 		}
+	}
+	if whole := n / a.span; whole > 0 { // the buckets the skip fills make room
+		a.next = a.clearFrom(a.next, whole)
+		n -= whole * a.span
+	}
+	if n > 0 { // entering the bucket at next: it makes room
+		a.sum -= a.intervals[a.next]
+		a.intervals[a.next] = 0
+		a.filled = n
 	}
 }
 
@@ -110,9 +109,11 @@ func (a *arrivals) closeEmpty(n int) {
 func (a *arrivals) clearFrom(i, n int) int {
 	for n > 0 {
 		seg := a.intervals[i:min(i+n, len(a.intervals))]
+		gone := 0 // in a local, not the ring's field every step
 		for _, c := range seg {
-			a.sum -= c
+			gone += c
 		}
+		a.sum -= gone
 		clear(seg)
 		n -= len(seg)
 		if i += len(seg); i == len(a.intervals) {
