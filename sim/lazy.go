@@ -21,6 +21,9 @@ type lazySched struct {
 	due  int64   // time of the next sync that must be performed
 	need []int64 // PullsView: times of the last sync before each known arrival, ascending
 	rank int     // position in the sync order, for ties
+	// byRoom: due comes from syncs quiet only while the store has no room
+	// (QuietWhenFull), so room sooner than thought may bring it forward
+	byRoom bool
 }
 
 // lazyRun performs only the syncs that change something: those a design
@@ -83,8 +86,10 @@ func (lr *lazyRun) reschedule(i int) {
 	r, s := lr.r, &lr.sc[i]
 	due := int64(never)
 	q := lr.lz[i].QuietSyncs()
+	s.byRoom = false
 	if q == 0 && lr.full != nil {
 		q = lr.quietWhileFull(i)
+		s.byRoom = q > 0
 	}
 	if q != design.Forever {
 		if n := s.next + int64(q); n < (r.end-r.phase[i])/r.delta+1 {
@@ -128,6 +133,9 @@ func (lr *lazyRun) storeChanged(t int64, rank int) {
 		return
 	}
 	for i := range lr.sc {
+		if !lr.sc[i].byRoom {
+			continue // quiet by its own count, or due at its next sync: room changes neither
+		}
 		n := lr.lastBefore(i, t) + 1
 		if n > 0 && lr.at(i, n-1) == t && lr.sc[i].rank > rank {
 			n-- // its sync at t comes after the point
