@@ -19,6 +19,16 @@ func mustTraffic(t testing.TB, s string) Traffic {
 	return tr
 }
 
+// mustMix parses a traffic spec into a run's Traffic and Also.
+func mustMix(t testing.TB, s string) (Traffic, []Traffic) {
+	t.Helper()
+	mix, err := ParseMix(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mix[0], mix[1:]
+}
+
 // decisions runs p and returns its decisions in order.
 func decisions(t *testing.T, p Params) []design.Verdict {
 	t.Helper()

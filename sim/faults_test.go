@@ -42,11 +42,7 @@ func TestFaultEngineWithoutFaultsEqualsPlain(t *testing.T) {
 				p := Defaults()
 				p.Design, p.Gateways, p.Limit, p.Duration, p.Seed = name, k, 20, 12*time.Minute, uint64(k)
 				p.Sync = 300 * time.Millisecond
-				mix, err := ParseMix(tr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				p.Traffic, p.Also = mix[0], mix[1:]
+				p.Traffic, p.Also = mustMix(t, tr)
 				want, wantRes := traced(t, p, modeEager)
 				got, gotRes := traced(t, p, modeFaulty)
 				if !reflect.DeepEqual(got, want) {

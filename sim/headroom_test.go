@@ -87,14 +87,10 @@ func TestHeadroomBound(t *testing.T) {
 					continue // counters: the fleet and Δ where a bucket is as wide as Δ
 				}
 				for _, tr := range traffics {
-					mix, err := ParseMix(tr)
-					if err != nil {
-						t.Fatal(err)
-					}
 					p := Defaults()
 					p.Design, p.Gateways, p.Sync, p.Duration, p.Seed = name, k, sync, 10*time.Minute, 3
 					p.WindowBuckets = run.buckets
-					p.Traffic, p.Also = mix[0], mix[1:]
+					p.Traffic, p.Also = mustMix(t, tr)
 					current = &budgetWatch{cur: make([]int, k), most: make([]int, k)}
 					res, err := Run(p)
 					if err != nil {

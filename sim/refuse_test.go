@@ -32,11 +32,7 @@ func TestRefusalsMatchPlain(t *testing.T) {
 				if tr == "flood:10" { // own admits leave the window before the next sync
 					p.Window, p.Sync = 20*time.Second, 30*time.Second
 				}
-				mix, err := ParseMix(tr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				p.Traffic, p.Also = mix[0], mix[1:]
+				p.Traffic, p.Also = mustMix(t, tr)
 				plain := runMode(t, p, nil, modePlain)
 				fast := runMode(t, p, nil, modeEager)
 				if !reflect.DeepEqual(plain, fast) {

@@ -26,11 +26,7 @@ func TestRequestsMatchRun(t *testing.T) {
 		for i, k := range []int{1, 3, 8} {
 			base := Defaults()
 			base.Gateways, base.Limit, base.Duration, base.Seed, base.Routing = k, 50, 12*time.Minute, uint64(7+k), Routing(i%2)
-			mix, err := ParseMix(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			base.Traffic, base.Also = mix[0], mix[1:]
+			base.Traffic, base.Also = mustMix(t, tr)
 			rq, err := DrawRequests(base)
 			if err != nil {
 				t.Fatal(err)
@@ -160,14 +156,4 @@ func TestSyncFreeEqualAcrossSyncs(t *testing.T) {
 	if free == 0 {
 		t.Fatal("no design's runs are sync-free: the test tests nothing")
 	}
-}
-
-// mustMix parses a traffic spec into a run's Traffic and Also.
-func mustMix(t *testing.T, s string) (Traffic, []Traffic) {
-	t.Helper()
-	mix, err := ParseMix(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mix[0], mix[1:]
 }
