@@ -99,13 +99,8 @@ func RunRequests(p Params, rq *Requests) (Result, error) {
 	if p.Key() != rq.key {
 		return Result{}, fmt.Errorf("run %v: the requests given were drawn for another run (%+v)", p, rq.key)
 	}
-	r, err := newRunner(p, nil)
-	if err != nil {
-		return Result{}, err
-	}
-	r.src = &replay{rq: rq}
-	r.execute(modeAuto)
-	return r.m.result(r.end), nil
+	res, _, err := runOn(p, rq, nil, modeAuto)
+	return res, err
 }
 
 // replay is a run's source of arrivals drawn ahead.

@@ -228,7 +228,10 @@ type PartResult struct {
 	Before, During Counts
 }
 
-// StoreCounts are what the store carried in a run.
+// StoreCounts are what the store carried in a run. A run leaves out the
+// syncs that change nothing, whose pulls still carry stamps: PulledStamps
+// counts those of the syncs it performed, which depend on how it ran;
+// RunKeys performs every sync, as a live fleet does.
 type StoreCounts struct {
 	PushedStamps int64 // admits pushed, at syncs and carried by round trips
 	PulledStamps int64 // expiring stamps sent back at syncs
@@ -285,12 +288,19 @@ const (
 	modeLazy
 	modeFaulty // the fault engine, even with no fault set
 	modePlain  // the eager mode, asking the design for every decision
+	modeSkip   // the eager mode leaving out quiet syncs, on arrivals drawn ahead
 )
 
-// lazyBelow is the expected arrivals per gateway per sync interval under
-// which a run skips quiet syncs. Both modes make the same decisions (tested);
-// the choice is only about speed: skipping pays off when most syncs are idle.
-const lazyBelow = 0.5
+// The expected arrivals per gateway per sync interval under which a run
+// skips quiet syncs in the lazy mode: lazyBelow, and lazyBelowSkipping for a
+// run whose eager mode can leave quiet syncs out itself (skipper). Every
+// mode makes the same decisions (tested); the choice is only about speed:
+// the lazy mode's scheduling pays off when most syncs are idle, the eager
+// mode's pass over every sync when few are (docs/performance.md).
+const (
+	lazyBelow         = 0.5
+	lazyBelowSkipping = 0.1
+)
 
 // source is where a run's arrivals come from: drawn as the run goes (mix)
 // or ahead of it (replay).
@@ -324,13 +334,22 @@ type runner struct {
 	phase []int64 // gateway i syncs at phase[i] + r*delta, r >= 0
 	order []int   // gateways in the order their syncs come round
 	end   int64
+
+	skipQuiet bool // the eager mode may leave out the syncs the lazy mode would
 }
 
 // run runs p in the given mode and also returns the syncs it performed.
-func run(p Params, trace Trace, md mode) (Result, int64, error) {
+func run(p Params, trace Trace, md mode) (Result, int64, error) { return runOn(p, nil, trace, md) }
+
+// runOn is run on the arrivals rq, drawn ahead for p (nil: drawn as the run
+// goes).
+func runOn(p Params, rq *Requests, trace Trace, md mode) (Result, int64, error) {
 	r, err := newRunner(p, trace)
 	if err != nil {
 		return Result{}, 0, err
+	}
+	if rq != nil {
+		r.src = &replay{rq: rq}
 	}
 	r.execute(md)
 	return r.m.result(r.end), r.m.performed, nil
@@ -383,14 +402,21 @@ func (r *runner) execute(md mode) {
 	p := r.p
 	_, lazy := r.gws[0].(design.Lazy)
 	perGateway := p.expected() / float64(p.Duration) * float64(p.Sync) / float64(p.Gateways)
+	below := lazyBelow
+	if r.canSkip() {
+		below = lazyBelowSkipping
+	}
 	switch {
 	case md == modeFaulty || p.Faults.Active():
 		r.faulty()
 	case r.info.NoSync:
 		r.eager(false, md != modePlain)
-	case md == modeLazy && lazy, md == modeAuto && lazy && perGateway < lazyBelow:
+	case md == modeLazy && lazy, md == modeAuto && lazy && perGateway < below:
 		r.lazy()
 	default:
+		// the eager mode proper (modeEager) performs every sync: the
+		// store's counts of many keys come from it (RunKeys)
+		r.skipQuiet = md == modeAuto || md == modeSkip
 		r.eager(true, md != modePlain)
 	}
 }
@@ -482,6 +508,9 @@ func (r *runner) eager(syncs, refuse bool) {
 	if refuse {
 		r.rf = r.newRefusals()
 	}
+	if syncs && r.skipQuiet {
+		rr.skip = r.newSkipper()
+	}
 	rf := r.rf
 	for {
 		if rf != nil && rf.bulk {
@@ -506,6 +535,9 @@ func (r *runner) eager(syncs, refuse bool) {
 			}
 			continue
 		}
+		if rr.skip != nil {
+			rr.skip.touch(g)
+		}
 		r.arrive(t, g, c)
 		if rf != nil {
 			rf.renew(t, g)
@@ -522,6 +554,7 @@ type roundRobin struct {
 	r     *runner
 	j     int   // next gateway in r.order
 	round int64 // its round
+	skip  *skipper
 }
 
 // next is the time of the next sync.
@@ -538,7 +571,13 @@ func (rr *roundRobin) upTo(t int64) {
 		if at > t {
 			return
 		}
-		r.sync(at, g)
+		switch {
+		case rr.skip == nil:
+			r.sync(at, g)
+		case !rr.skip.skips(at, r.delta, g):
+			rr.skip.touch(g)
+			r.sync(at, g)
+		}
 		if rr.j++; rr.j == len(r.order) {
 			rr.j = 0
 			rr.round++

@@ -386,15 +386,17 @@ func ExpectedRequests(p sim.Params) float64 {
 
 // Costs of a run's parts in nanoseconds of CPU, as the whole study measured
 // them on 2026-12-03 (docs/performance.md, "The speed pass"). In a run that
-// performs every sync (a busy key, a flood): a flood's request, most of
-// which a design refuses without being asked; any other request; a sync.
-// In a run that skips the quiet syncs (a quiet key, the simulator's lazy
-// mode): a request, with the two or so syncs it makes real. central-log's
-// every request asks the store.
+// goes over every sync (a busy key, a flood): a flood's request, most of
+// which a design refuses without being asked; any other request; a sync
+// performed; a quiet one left out, which a run with no flood does. In a run
+// that schedules only the syncs that matter (a quiet key, the simulator's
+// lazy mode): a request, with the two or so syncs it makes real.
+// central-log's every request asks the store.
 const (
 	costFloodRequest   = 10
 	costBusyRequest    = 130
 	costSync           = 60
+	costSkippedSync    = 6
 	costQuietRequest   = 330
 	costCentralRequest = 40
 )
@@ -403,7 +405,16 @@ const (
 // progress line's estimate.
 func runCost(p sim.Params) float64 {
 	syncs := float64(p.Gateways) * float64(p.Duration) / float64(p.Sync)
-	eager := ExpectedRequests(p)/syncs >= 0.5 // as the simulator chooses its mode
+	flood := false
+	for _, t := range p.Mix() {
+		flood = flood || t.Kind == sim.Flood
+	}
+	lazyBelow := 0.1 // about as the simulator chooses its mode: 0.5 with a flood
+	if flood {
+		lazyBelow = 0.5
+	}
+	requests := ExpectedRequests(p)
+	eager := requests/syncs >= lazyBelow
 	var c float64
 	for _, t := range p.Mix() {
 		n := t.Factor * float64(p.Limit) * float64(p.Duration-t.Start) / float64(p.Window)
@@ -419,7 +430,11 @@ func runCost(p sim.Params) float64 {
 		}
 	}
 	if eager && p.Design != "central-log" {
-		c += syncs * costSync
+		performed := syncs
+		if !flood {
+			performed = min(syncs, 2*requests) // about two a request matter
+		}
+		c += performed*costSync + (syncs-performed)*costSkippedSync
 	}
 	if p.Faults.Active() {
 		c *= 2 // the fault engine's events
