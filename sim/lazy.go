@@ -254,55 +254,61 @@ func (lr *lazyRun) run() {
 }
 
 // dueQueue finds the gateway whose due sync comes first, ties in sync
-// order: a tournament tree over the gateways in sync order, whose every
-// node holds the rank of the first due sync below it. Taking a gateway's
-// new due sync costs one comparison per level; finding the first, none.
+// order: the ranks of the gateways due at all, kept sorted by their due
+// syncs. In a quiet fleet, where the lazy mode pays off, few gateways are
+// due at once (a sync after an admit, one before a decision), so keeping
+// them sorted costs a few comparisons; finding the first, none.
 type dueQueue struct {
 	sc     []lazySched
 	due    []int64 // by rank
 	byRank []int   // the gateway of each rank
-	leaves int     // a power of two, at least the gateways
-	tree   []int32 // tree[1] is the root, tree[leaves+r] rank r's leaf; -1: no gateway
+	list   []int32 // ranks of the gateways due before never, first due first
 }
 
 // newDueQueue orders the gateways of sc, whose sync order is order, every
 // one due never.
 func newDueQueue(sc []lazySched, order []int) *dueQueue {
-	q := &dueQueue{sc: sc, byRank: order, due: make([]int64, len(order)), leaves: 1}
-	for q.leaves < len(order) {
-		q.leaves *= 2
-	}
-	q.tree = make([]int32, 2*q.leaves)
-	for r := range q.leaves {
-		q.tree[q.leaves+r] = -1
-		if r < len(order) {
-			sc[order[r]].rank, sc[order[r]].due = r, never
-			q.due[r], q.tree[q.leaves+r] = never, int32(r)
-		}
-	}
-	for j := q.leaves - 1; j >= 1; j-- {
-		q.tree[j] = q.first(q.tree[2*j], q.tree[2*j+1])
+	q := &dueQueue{sc: sc, byRank: order, due: make([]int64, len(order)), list: make([]int32, 0, len(order))}
+	for r, g := range order {
+		sc[g].rank, sc[g].due = r, never
+		q.due[r] = never
 	}
 	return q
 }
 
-// first is the rank of a and b whose sync is due first; a, on the left,
-// comes first in sync order.
-func (q *dueQueue) first(a, b int32) int32 {
-	if b < 0 || a >= 0 && q.due[a] <= q.due[b] {
-		return a
-	}
-	return b
+// before reports whether rank a's due sync comes before rank b's.
+func (q *dueQueue) before(a, b int32) bool {
+	return q.due[a] < q.due[b] || q.due[a] == q.due[b] && a < b
 }
 
-// top returns the gateway whose due sync comes first.
-func (q *dueQueue) top() int { return q.byRank[q.tree[1]] }
+// top returns the gateway whose due sync comes first (one due never when
+// none is due).
+func (q *dueQueue) top() int {
+	if len(q.list) == 0 {
+		return q.byRank[0]
+	}
+	return q.byRank[q.list[0]]
+}
 
 // fix takes gateway i's new due sync.
 func (q *dueQueue) fix(i int) {
-	r := q.sc[i].rank
-	q.due[r] = q.sc[i].due
-	for j := (q.leaves + r) / 2; j >= 1; j /= 2 {
-		q.tree[j] = q.first(q.tree[2*j], q.tree[2*j+1])
+	r := int32(q.sc[i].rank)
+	l := q.list
+	if q.due[r] != never { // take it out
+		j := 0
+		for l[j] != r {
+			j++
+		}
+		l = l[:j+copy(l[j:], l[j+1:])]
 	}
+	q.due[r] = q.sc[i].due
+	if q.due[r] != never { // put it back in its place, from the end
+		j := len(l)
+		l = append(l, r)
+		for ; j > 0 && q.before(r, l[j-1]); j-- {
+			l[j] = l[j-1]
+		}
+		l[j] = r
+	}
+	q.list = l
 }
