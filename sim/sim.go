@@ -300,6 +300,7 @@ const (
 const (
 	lazyBelow         = 0.5
 	lazyBelowSkipping = 0.1
+	skipBelow         = 2
 )
 
 // source is where a run's arrivals come from: drawn as the run goes (mix)
@@ -416,7 +417,7 @@ func (r *runner) execute(md mode) {
 	default:
 		// the eager mode proper (modeEager) performs every sync: the
 		// store's counts of many keys come from it (RunKeys)
-		r.skipQuiet = md == modeAuto || md == modeSkip
+		r.skipQuiet = md == modeAuto && perGateway < skipBelow || md == modeSkip
 		r.eager(true, md != modePlain)
 	}
 }
