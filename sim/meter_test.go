@@ -11,7 +11,11 @@ import (
 // ties.
 func TestSlideMatchesCounting(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for trial := range 100 {
+	trials := 100
+	if raceEnabled {
+		trials = 25 // one goroutine: the race detector only slows it
+	}
+	for trial := range trials {
 		p := Defaults()
 		ring, deque := newMeter(p, false), newMeter(p, false)
 		deque.attack = 1 << 62 // counting, but no window holds the attack
