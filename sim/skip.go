@@ -5,10 +5,11 @@ import "github.com/fleetlimit/fleetlimit/design"
 // skipper leaves out, in the eager mode, the syncs the lazy mode leaves out:
 // the quiet ones (design.Lazy) that are not, for a design whose view comes
 // from the pull, the last before one of the gateway's arrivals. It reads
-// the arrivals Δ ahead of each sync, so it has them drawn ahead. It asks a gateway how many of its syncs are quiet once, then
-// tells it those it left out (Skip) in one call before it next syncs or
-// decides, as the lazy mode does; so a sync left out costs a few
-// comparisons, and the round robin of syncs needs no scheduling.
+// the arrivals Δ ahead of each sync, so it has them drawn ahead. It asks a
+// gateway once how many of its next syncs are quiet, and tells it those it
+// left out (Skip) in one call before it next syncs or decides, as the lazy
+// mode does; so a sync left out costs a few comparisons, and the round
+// robin of syncs needs no scheduling.
 type skipper struct {
 	lz      []design.Lazy
 	pulls   bool
@@ -23,7 +24,8 @@ type skipper struct {
 // canSkip reports whether the run's eager mode can leave quiet syncs out:
 // its design is Lazy, its arrivals can be drawn ahead (Params.Shareable),
 // and it has no flood, whose sure rejections (refusals) reach gateways in
-// bulk, unseen.
+// bulk, unseen. So a run that skips keeps no refusals: every arrival is
+// decided, and the skipper is told of it first (touch).
 func (r *runner) canSkip() bool {
 	_, lazy := r.gws[0].(design.Lazy)
 	flood := false
