@@ -9,19 +9,17 @@ import (
 	"github.com/fleetlimit/fleetlimit/design"
 )
 
+// decision is one decision of a run, as its trace reports it.
 type decision struct {
 	t int64
 	g int
 	v design.Verdict
 }
 
+// traced runs p in mode md and returns its decisions and result.
 func traced(t *testing.T, p Params, md mode) ([]decision, Result) {
 	t.Helper()
-	var tr []decision
-	res, _, err := run(p, func(at int64, g int, v design.Verdict) { tr = append(tr, decision{at, g, v}) }, md)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, res, _ := recordRun(t, p, nil, md)
 	return tr, res
 }
 

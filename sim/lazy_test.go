@@ -15,19 +15,60 @@ import (
 // sync.
 var sim0 StoreCounts
 
-func TestLazyEqualsEager(t *testing.T) {
-	type trace struct {
-		t int64
-		g int
-		d design.Verdict
+// recordRun runs p in mode md on the arrivals rq (nil: drawn as it goes)
+// and returns its decisions, its result and the syncs it performed.
+func recordRun(t *testing.T, p Params, rq *Requests, md mode) ([]decision, Result, int64) {
+	t.Helper()
+	var tr []decision
+	res, n, err := runOn(p, rq, func(at int64, g int, d design.Verdict) { tr = append(tr, decision{at, g, d}) }, md)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var performed [3]int64
-	record := func(p Params, md mode) ([]trace, Result) {
-		var tr []trace
-		res, n, err := run(p, func(at int64, g int, d design.Verdict) { tr = append(tr, trace{at, g, d}) }, md)
-		if err != nil {
-			t.Fatal(err)
+	return tr, res, n
+}
+
+// mustMatchEvery fails t unless got and gotRes, the decisions and result of
+// run p in a mode that leaves syncs out (named how), are those of the same
+// run performing every sync. The store's counts follow the syncs
+// performed, and a quiet sync still pulls: of them only the stamps pushed
+// must be equal.
+func mustMatchEvery(t *testing.T, p Params, how string, got, want []decision, gotRes, wantRes Result) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%v: %s made %d decisions, every sync %d", p, how, len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("%v: decision %d %s %+v, every sync %+v", p, i, how, got[i], want[i])
 		}
+	}
+	if gotRes.Store.PushedStamps != wantRes.Store.PushedStamps {
+		t.Fatalf("%v: %s pushed %d stamps, every sync %d", p, how, gotRes.Store.PushedStamps, wantRes.Store.PushedStamps)
+	}
+	gotRes.Store, wantRes.Store = sim0, sim0
+	if !reflect.DeepEqual(gotRes, wantRes) {
+		t.Fatalf("%v: results differ:\n%s %+v\nevery sync %+v", p, how, gotRes, wantRes)
+	}
+}
+
+// mustHaveTested fails t unless a comparison of modes proved something: at
+// least half its runs rejected a request, and the mode named how performed
+// at most half the syncs of the one that performs every sync.
+func mustHaveTested(t *testing.T, how string, runs, rejecting int, performed, every int64) {
+	t.Helper()
+	if rejecting < runs/2 {
+		t.Fatalf("only %d of %d runs rejected anything: the comparison would prove little", rejecting, runs)
+	}
+	if performed > every/2 {
+		t.Fatalf("%s performed %d syncs, every sync %d: too few left out to be tested", how, performed, every)
+	}
+	t.Logf("%d runs identical; %s performed %d of the %d syncs", runs, how, performed, every)
+}
+
+func TestLazyEqualsEager(t *testing.T) {
+	var performed [3]int64
+	record := func(p Params, md mode) ([]decision, Result) {
+		tr, res, n := recordRun(t, p, nil, md)
 		performed[md] += n
 		return tr, res
 	}
@@ -58,24 +99,7 @@ func TestLazyEqualsEager(t *testing.T) {
 						want, wantRes := record(p, modeEager)
 						got, gotRes := record(p, modeLazy)
 						runs++
-						if len(got) != len(want) {
-							t.Fatalf("%v: lazy made %d decisions, eager %d", p, len(got), len(want))
-						}
-						for i := range got {
-							if got[i] != want[i] {
-								t.Fatalf("%v: decision %d lazy %+v, eager %+v", p, i, got[i], want[i])
-							}
-						}
-						// The store's counts follow the syncs performed, which
-						// the lazy mode leaves out when they change nothing
-						// (a quiet sync still pulls the view): the rest is equal.
-						if gotRes.Store.PushedStamps != wantRes.Store.PushedStamps {
-							t.Fatalf("%v: lazy pushed %d stamps, eager %d", p, gotRes.Store.PushedStamps, wantRes.Store.PushedStamps)
-						}
-						gotRes.Store, wantRes.Store = sim0, sim0
-						if !reflect.DeepEqual(gotRes, wantRes) {
-							t.Fatalf("%v: results differ:\nlazy  %+v\neager %+v", p, gotRes, wantRes)
-						}
+						mustMatchEvery(t, p, "lazy", got, want, gotRes, wantRes)
 						if wantRes.Rejected > 0 {
 							differ++
 						}
@@ -84,13 +108,7 @@ func TestLazyEqualsEager(t *testing.T) {
 			}
 		}
 	}
-	if differ < runs/2 {
-		t.Fatalf("only %d of %d runs rejected anything: the comparison would prove little", differ, runs)
-	}
-	if performed[modeLazy] > performed[modeEager]/2 {
-		t.Fatalf("lazy mode performed %d syncs, eager %d: it skipped too few to be tested", performed[modeLazy], performed[modeEager])
-	}
-	t.Logf("%d runs identical in both modes; lazy performed %d of eager's %d syncs", runs, performed[modeLazy], performed[modeEager])
+	mustHaveTested(t, "the lazy mode", runs, differ, performed[modeLazy], performed[modeEager])
 }
 
 // TestLazyEqualsEagerSharedBuckets holds the lazy mode to the eager one for

@@ -28,11 +28,7 @@ type refusals struct {
 // newRefusals returns the run's refusals, or nil where they cannot help: a
 // design that is no Refuser, or a run with no flood.
 func (r *runner) newRefusals() *refusals {
-	flood := false
-	for _, t := range r.p.Mix() {
-		flood = flood || t.Kind == Flood
-	}
-	if _, ok := r.gws[0].(design.Refuser); !ok || !flood {
+	if _, ok := r.gws[0].(design.Refuser); !ok || !r.p.HasFlood() {
 		return nil
 	}
 	rf := &refusals{r: r, ref: make([]design.Refuser, len(r.gws)), until: make([]int64, len(r.gws))}

@@ -165,6 +165,16 @@ func (p Params) expected() float64 {
 // Mix is every traffic of the run: Traffic, then Also.
 func (p Params) Mix() []Traffic { return append([]Traffic{p.Traffic}, p.Also...) }
 
+// HasFlood reports whether a traffic of the run is a flood.
+func (p Params) HasFlood() bool {
+	for _, t := range p.Mix() {
+		if t.Kind == Flood {
+			return true
+		}
+	}
+	return false
+}
+
 // MixString is the --traffic spec of the run's mix.
 func (p Params) MixString() string {
 	s := p.Traffic.String()

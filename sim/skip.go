@@ -28,11 +28,7 @@ type skipper struct {
 // decided, and the skipper is told of it first (touch).
 func (r *runner) canSkip() bool {
 	_, lazy := r.gws[0].(design.Lazy)
-	flood := false
-	for _, t := range r.p.Mix() {
-		flood = flood || t.Kind == Flood
-	}
-	return lazy && !flood && r.p.Shareable()
+	return lazy && !r.p.HasFlood() && r.p.Shareable()
 }
 
 // newSkipper returns the run's skipper, drawing its arrivals ahead if they

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -15,18 +14,9 @@ import (
 // same decisions at the same times and the same figures, but for the
 // store's counts, which follow the syncs performed.
 func TestSkipEqualsEager(t *testing.T) {
-	type decision struct {
-		t int64
-		g int
-		d design.Verdict
-	}
 	var performed [2]int64
 	record := func(p Params, rq *Requests, i int, md mode) ([]decision, Result) {
-		var tr []decision
-		res, n, err := runOn(p, rq, func(at int64, g int, d design.Verdict) { tr = append(tr, decision{at, g, d}) }, md)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr, res, n := recordRun(t, p, rq, md)
 		performed[i] += n
 		return tr, res
 	}
@@ -54,16 +44,7 @@ func TestSkipEqualsEager(t *testing.T) {
 					want, wantRes := record(p, rq, 0, modeEager)
 					got, gotRes := record(p, rq, 1, modeSkip)
 					runs++
-					if !slices.Equal(got, want) {
-						t.Fatalf("%v: the decisions differ (%d leaving quiet syncs out, %d with every sync)", p, len(got), len(want))
-					}
-					if gotRes.Store.PushedStamps != wantRes.Store.PushedStamps {
-						t.Fatalf("%v: pushed %d stamps leaving quiet syncs out, %d with every sync", p, gotRes.Store.PushedStamps, wantRes.Store.PushedStamps)
-					}
-					gotRes.Store, wantRes.Store = sim0, sim0
-					if !reflect.DeepEqual(gotRes, wantRes) {
-						t.Fatalf("%v: results differ:\nleaving out %+v\nevery sync  %+v", p, gotRes, wantRes)
-					}
+					mustMatchEvery(t, p, "leaving quiet syncs out", got, want, gotRes, wantRes)
 					if wantRes.Rejected > 0 {
 						differ++
 					}
@@ -71,11 +52,5 @@ func TestSkipEqualsEager(t *testing.T) {
 			}
 		}
 	}
-	if differ < runs/2 {
-		t.Fatalf("only %d of %d runs rejected anything: the comparison would prove little", differ, runs)
-	}
-	if performed[1] > performed[0]/2 {
-		t.Fatalf("performed %d syncs leaving quiet ones out, %d with every sync: too few left out to be tested", performed[1], performed[0])
-	}
-	t.Logf("%d runs identical; %d of %d syncs performed", runs, performed[1], performed[0])
+	mustHaveTested(t, "leaving quiet syncs out", runs, differ, performed[1], performed[0])
 }

@@ -405,10 +405,7 @@ const (
 // progress line's estimate.
 func runCost(p sim.Params) float64 {
 	syncs := float64(p.Gateways) * float64(p.Duration) / float64(p.Sync)
-	flood := false
-	for _, t := range p.Mix() {
-		flood = flood || t.Kind == sim.Flood
-	}
+	flood := p.HasFlood()
 	lazyBelow := 0.1 // about as the simulator chooses its mode: 0.5 with a flood
 	if flood {
 		lazyBelow = 0.5
