@@ -127,8 +127,14 @@ type Info struct {
 	// Fallback's admits (central-log): a driver syncs such a gateway only
 	// when it has some to push (Lazy.QuietSyncs is 0). The simulator has
 	// no fallback, so it neither runs nor counts their syncs, and a run's
-	// figures must not depend on Config.Sync (sim.Params.SyncFree).
+	// figures must depend neither on Config.Sync nor on the gateway that
+	// decides (sim.Params.FleetFree).
 	NoSync bool
+	// PushOnly is true for designs whose syncs only push their admits and
+	// whose decisions never read a pull (split): a run's decisions must not
+	// depend on Config.Sync, only what the store holds does
+	// (sim.Params.SyncBlind).
+	PushOnly bool
 	// FixedWindow is true for designs that count in fixed windows only
 	// (central-counter): a driver refuses them a sliding window.
 	FixedWindow bool

@@ -50,13 +50,27 @@ func (p Params) Shareable() bool {
 	return len(p.Faults.Members) == 0 && p.expected() <= MaxSharedRequests
 }
 
-// SyncFree reports whether run p's Result does not depend on its Sync: a
+// FleetFree reports whether run p's decisions do not depend on its fleet: a
 // design that never syncs (design.Info.NoSync: every decision is the
-// store's) on an ideal store. Two such runs that differ only in Sync have
-// equal Results but for their Params.
-func (p Params) SyncFree() bool {
+// store's) on an ideal store, where only the arrivals' times matter, and
+// those have their own random stream. Two such runs that differ only in
+// Gateways, Sync, Routing and AlignedSync have equal Results but for their
+// Params and their store counts (a window in counters holds an entry a
+// bucket and gateway); when they differ only in Sync, their store counts
+// are equal too.
+func (p Params) FleetFree() bool {
 	info, err := design.Lookup(p.Design)
 	return err == nil && info.NoSync && !p.Faults.Active()
+}
+
+// SyncBlind reports whether run p's requests, decisions and figures do not
+// depend on its Sync: FleetFree, or a design whose syncs only push
+// (design.Info.PushOnly) on an ideal store. Two such runs that differ only
+// in Sync have equal Results but for their Params, their Syncs
+// (ScheduledSyncs) and their store counts, which follow the syncs.
+func (p Params) SyncBlind() bool {
+	info, err := design.Lookup(p.Design)
+	return err == nil && (info.NoSync || info.PushOnly) && !p.Faults.Active()
 }
 
 // DrawRequests draws the arrivals of run p ahead of it.

@@ -109,13 +109,16 @@ func TestGallop(t *testing.T) {
 	}
 }
 
-// TestSyncFreeEqualAcrossSyncs holds Params.SyncFree to what it claims: for
-// every registered design it holds for, runs that differ only in Sync have
-// equal Results but for their Params, over floods, an attack on an honest
-// key, counters, a fixed window and aligned syncs; and it holds for none
-// with faults.
-func TestSyncFreeEqualAcrossSyncs(t *testing.T) {
-	free := 0
+// TestTwinsEqualAcrossFleets holds Params.FleetFree and Params.SyncBlind to
+// what they claim, and ScheduledSyncs to what runs count: for every
+// registered design, over floods, an attack on an honest key, counters, a
+// fixed window and aligned syncs, a sync-blind run's Result at two other
+// intervals is its own but for its Params, its Syncs and its store counts,
+// a fleet-free one's the same but for its Params alone, and at another
+// number of gateways, routing and sync alignment the same but for its
+// Params and store counts; neither holds with faults.
+func TestTwinsEqualAcrossFleets(t *testing.T) {
+	blind, free := 0, 0
 	for _, d := range design.Names() {
 		for i, tr := range []string{"steady:1", "flood:30", "steady:0.8,flood:100+5m", "pageload:0.8"} {
 			p := Defaults()
@@ -127,33 +130,62 @@ func TestSyncFreeEqualAcrossSyncs(t *testing.T) {
 				p.WindowBuckets = 60
 			}
 			p.AlignedSync = i == 2
-			if !p.SyncFree() {
+			want := mustRun(t, p)
+			mustCountSyncs(t, p, want)
+			if !p.SyncBlind() {
 				continue
 			}
-			free++
-			want, err := Run(p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			blind++
 			for _, sync := range []time.Duration{300 * time.Millisecond, 7 * time.Second} {
 				q := p
 				q.Sync = sync
-				got, err := Run(q)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got.Params = p
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("%v at Δ = %v: %+v, at %v: %+v", p, sync, got, p.Sync, want)
-				}
+				mustBeTwins(t, q, p, want, p.FleetFree())
+			}
+			if p.FleetFree() {
+				free++
+				q := p
+				q.Gateways, q.Routing, q.AlignedSync, q.Sync = 7, Uneven, !p.AlignedSync, 2*time.Second
+				mustBeTwins(t, q, p, want, false)
 			}
 			p.Faults.RTT = time.Millisecond
-			if p.SyncFree() {
-				t.Fatalf("%v: sync-free with faults", p)
+			if p.SyncBlind() || p.FleetFree() {
+				t.Fatalf("%v: a twin with faults", p)
 			}
 		}
 	}
-	if free == 0 {
-		t.Fatal("no design's runs are sync-free: the test tests nothing")
+	if blind == free || free == 0 {
+		t.Fatalf("%d runs sync-blind, %d fleet-free: the test tests one kind or none", blind, free)
+	}
+}
+
+func mustRun(t *testing.T, p Params) Result {
+	t.Helper()
+	r, err := Run(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// mustCountSyncs fails unless ScheduledSyncs tells run p's count of syncs.
+func mustCountSyncs(t *testing.T, p Params, r Result) {
+	t.Helper()
+	if n, err := ScheduledSyncs(p); err != nil || n != r.Syncs {
+		t.Fatalf("%v: ScheduledSyncs %d (%v), the run counted %d", p, n, err, r.Syncs)
+	}
+}
+
+// mustBeTwins fails unless run q's Result is want, p's, but for its Params,
+// its Syncs and, unless sameStore, its store counts.
+func mustBeTwins(t *testing.T, q, p Params, want Result, sameStore bool) {
+	t.Helper()
+	got := mustRun(t, q)
+	mustCountSyncs(t, q, got)
+	got.Params, got.Syncs = p, want.Syncs
+	if !sameStore {
+		got.Store = want.Store
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%v: %+v, at %v: %+v", q, got, p, want)
 	}
 }

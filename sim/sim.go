@@ -385,27 +385,53 @@ func newRunner(p Params, trace Trace) (*runner, error) {
 	r.src = newMix(p)
 	r.m = newMeter(p, info.Leases)
 
-	// Each gateway syncs at its phase + nΔ. With one Δ for all, syncs go
-	// round in the order of the phases (ties, as with aligned syncs, in
-	// gateway order).
-	r.phase = make([]int64, k)
-	r.order = make([]int, k)
-	prng := rngFor(p.Seed, streamPhases)
-	for i := range r.phase {
-		r.order[i] = i
-		if !p.AlignedSync {
-			r.phase[i] = prng.Int64N(r.delta)
-		}
-	}
-	sort.SliceStable(r.order, func(a, b int) bool { return r.phase[r.order[a]] < r.phase[r.order[b]] })
-	if !info.NoSync {
-		for _, ph := range r.phase[:p.Gateways] {
-			if ph < r.end {
-				r.m.syncs += (r.end - ph + r.delta - 1) / r.delta
-			}
-		}
-	}
+	r.phase, r.order = syncPhases(p, k)
+	r.m.syncs = scheduledSyncs(p, info, r.phase)
 	return r, nil
+}
+
+// syncPhases returns when each of run p's k gateway indexes first syncs
+// (gateway i at phase[i] + nΔ) and the order their syncs come round in:
+// with one Δ for all, the order of the phases (ties, as with aligned syncs,
+// in gateway order).
+func syncPhases(p Params, k int) (phase []int64, order []int) {
+	phase, order = make([]int64, k), make([]int, k)
+	prng := rngFor(p.Seed, streamPhases)
+	for i := range phase {
+		order[i] = i
+		if !p.AlignedSync {
+			phase[i] = prng.Int64N(int64(p.Sync))
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return phase[order[a]] < phase[order[b]] })
+	return phase, order
+}
+
+// scheduledSyncs is Result.Syncs: the syncs of run p's K gateways within its
+// duration, none for a design that never syncs.
+func scheduledSyncs(p Params, info design.Info, phase []int64) int64 {
+	if info.NoSync {
+		return 0
+	}
+	var n int64
+	end, delta := int64(p.Duration), int64(p.Sync)
+	for _, ph := range phase[:p.Gateways] {
+		if ph < end {
+			n += (end - ph + delta - 1) / delta
+		}
+	}
+	return n
+}
+
+// ScheduledSyncs returns the Syncs of run p's Result without running it:
+// each gateway's syncs within the run, whether performed or left out.
+func ScheduledSyncs(p Params) (int64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	info, _ := design.Lookup(p.Design)
+	phase, _ := syncPhases(p, p.Faults.slots(p.Gateways))
+	return scheduledSyncs(p, info, phase), nil
 }
 
 // execute runs r in the given mode.

@@ -139,7 +139,7 @@ func Advise(ctx context.Context, q Question, workers int) ([]Candidate, error) {
 			}
 		}
 	}
-	out := sweep.Run(ctx, params, sweep.Options{Workers: workers})
+	out := sweep.Run(ctx, params, sweep.Options{Workers: workers, NoStoreCounts: true}) // advice weighs none
 	// per candidate and K: the mean over seeds; then the worst over K
 	type acc struct{ honest, flood map[int][]sim.Result }
 	accs := map[key]*acc{}

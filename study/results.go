@@ -13,7 +13,8 @@ import (
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
-// Row is one finished run: its part and its result (which holds its Params).
+// Row is one finished run: its part and its result (which holds its
+// Params), without store counts, which the study does not report.
 type Row struct {
 	Part string
 	sim.Result
@@ -37,20 +38,23 @@ func Execute(ctx context.Context, runs []Run, opt Options) (rows []Row, complete
 	for j, i := range order {
 		params[j] = runs[i].Params
 	}
-	var progress func(done, index int)
+	sopt := sweep.Options{Workers: opt.Workers, NoStoreCounts: true} // the study reports none
 	if opt.Progress != nil {
+		twins := sweep.Twins(params, sopt)
 		costs, total := make([]float64, len(params)), 0.0
 		for j, p := range params {
-			costs[j] = runCost(p)
+			if twins[j] < 0 { // a run that takes another's result costs nothing
+				costs[j] = runCost(p)
+			}
 			total += costs[j]
 		}
 		finished := 0.0
-		progress = func(done, j int) {
+		sopt.Progress = func(done, j int) {
 			finished += costs[j]
 			opt.Progress(done, finished/total)
 		}
 	}
-	out := sweep.Run(ctx, params, sweep.Options{Workers: opt.Workers, Progress: progress})
+	out := sweep.Run(ctx, params, sopt)
 	byRun := make([]sweep.Outcome, len(runs))
 	for j, i := range order {
 		byRun[i] = out[j]

@@ -2,9 +2,11 @@
 // independent and deterministic, and results are kept in input order, so the
 // outcome never depends on the number of workers or on scheduling. Runs that
 // see the same requests (sim.RequestsKey) share them, drawn once
-// (sim.DrawRequests), and a run whose result cannot depend on its sync
-// interval (sim.Params.SyncFree) takes that of the run just like it but for
-// the interval: exactly the same results, faster.
+// (sim.DrawRequests), and a run whose result cannot depend on its fleet
+// (sim.Params.FleetFree) takes that of the run just like it but for the
+// fleet; so does one whose decisions cannot depend on its sync interval
+// (sim.Params.SyncBlind) when the caller wants no store counts: exactly the
+// same results, faster.
 //
 // It must never share mutable state between runs or let a run see the wall
 // clock.
@@ -36,6 +38,11 @@ type Options struct {
 	// number finished and the index of the run that just finished, from
 	// the worker goroutines (serialised).
 	Progress func(done, index int)
+	// NoStoreCounts leaves every Result's Store counts zero, for a caller
+	// that reports none: runs that differ only in their sync interval then
+	// share their decisions when those ignore it (sim.Params.SyncBlind),
+	// whose store counts would differ.
+	NoStoreCounts bool
 }
 
 // Run runs every params and returns their outcomes in the same order. It
@@ -47,7 +54,7 @@ type Options struct {
 // runs already under way finish.
 func Run(ctx context.Context, params []sim.Params, opt Options) []Outcome {
 	out := make([]Outcome, len(params))
-	copyOf := twins(params)
+	copyOf := Twins(params, opt)
 	copies := copiesOf(copyOf)
 	shared := share(params, copyOf)
 	order := startOrder(shared, copyOf)
@@ -71,10 +78,12 @@ func Run(ctx context.Context, params []sim.Params, opt Options) []Outcome {
 				}
 				i := order[j]
 				r, err := shared[i].run(params[i])
+				if opt.NoStoreCounts {
+					r.Store = sim.StoreCounts{}
+				}
 				out[i] = Outcome{Result: r, Err: err, Done: true}
 				for _, c := range copies[i] {
-					out[c] = Outcome{Result: r, Err: err, Done: true}
-					out[c].Result.Params, out[c].Result.Parts = params[c], slices.Clone(r.Parts)
+					out[c] = twin(r, err, params[c])
 				}
 				if opt.Progress != nil {
 					mu.Lock()
@@ -101,26 +110,66 @@ type requests struct {
 	left int // runs not yet finished
 }
 
-// twins finds the runs whose result is an earlier run's but for the sync
-// interval (sim.Params.SyncFree): for each run, the index of the run whose
-// result it takes, or -1 where it runs itself.
-func twins(params []sim.Params) []int {
-	first := map[string]int{}
-	copyOf := make([]int, len(params))
+// Twins finds the runs of a sweep with opt that take an earlier run's
+// result: those that differ from it only in their sync interval, for runs
+// that do not depend on it at all (sim.Params.FleetFree); and with
+// opt.NoStoreCounts, those that differ from it only in their fleet, for
+// those same runs, or only in their sync interval, for runs whose decisions
+// ignore it (sim.Params.SyncBlind). For each run it returns the index of
+// the run whose result it takes, or -1 where it runs itself. Of a group of
+// twins, the one that runs is the first with the longest interval: it
+// performs the fewest syncs.
+func Twins(params []sim.Params, opt Options) []int {
+	runs := map[string]int{}
+	keys := make([]string, len(params))
 	for i, p := range params {
+		k, ok := twinKey(p, opt)
+		if !ok {
+			continue
+		}
+		keys[i] = k
+		if j, ok := runs[k]; !ok || p.Sync > params[j].Sync {
+			runs[k] = i
+		}
+	}
+	copyOf := make([]int, len(params))
+	for i, k := range keys {
 		copyOf[i] = -1
-		if p.Validate() != nil || !p.SyncFree() {
-			continue
-		}
-		p.Sync = 0
-		k := fmt.Sprintf("%#v", p) // every field, slices by their contents
-		if j, ok := first[k]; ok {
+		if j, ok := runs[k]; ok && j != i {
 			copyOf[i] = j
-			continue
 		}
-		first[k] = i
 	}
 	return copyOf
+}
+
+// twinKey is what run p's twins have in common: its parameters less the
+// ones its result does not depend on; false when it has no twins.
+func twinKey(p sim.Params, opt Options) (string, bool) {
+	switch {
+	case p.Validate() != nil:
+		return "", false
+	case opt.NoStoreCounts && p.FleetFree():
+		p.Gateways, p.Sync, p.Routing, p.AlignedSync = 0, 0, 0, false
+	case opt.NoStoreCounts && p.SyncBlind(), p.FleetFree():
+		p.Sync = 0
+	default:
+		return "", false
+	}
+	return fmt.Sprintf("%#v", p), true // every field, slices by their contents
+}
+
+// twin is the outcome of run p, which takes r, the result of its twin (or
+// its error): r with p's parameters and p's count of syncs.
+func twin(r sim.Result, err error, p sim.Params) Outcome {
+	if err != nil {
+		return Outcome{Err: err, Done: true}
+	}
+	syncs, err := sim.ScheduledSyncs(p)
+	if err != nil {
+		return Outcome{Err: err, Done: true}
+	}
+	r.Params, r.Parts, r.Syncs = p, slices.Clone(r.Parts), syncs
+	return Outcome{Result: r, Done: true}
 }
 
 // copiesOf inverts twins: for each run, the runs that take its result.

@@ -73,7 +73,7 @@ func TestCancelKeepsFinished(t *testing.T) {
 func TestSharedRequestsEqualOwn(t *testing.T) {
 	ps := grid(t)
 	shared := 0
-	for _, s := range share(ps, twins(ps)) {
+	for _, s := range share(ps, Twins(ps, Options{})) {
 		if s != nil {
 			shared++
 		}
@@ -104,7 +104,7 @@ func TestStartOrderKeepsGroupsTogether(t *testing.T) {
 	a2, b2 := a, b
 	a2.Design, b2.Design = "lease", "lease"
 	ps := []sim.Params{a, b, c, a2, b2}
-	if got, want := startOrder(share(ps, twins(ps)), twins(ps)), []int{0, 3, 1, 4, 2}; !reflect.DeepEqual(got, want) {
+	if got, want := startOrder(share(ps, Twins(ps, Options{})), Twins(ps, Options{})), []int{0, 3, 1, 4, 2}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("start order %v, want %v", got, want)
 	}
 }
@@ -112,36 +112,62 @@ func TestStartOrderKeepsGroupsTogether(t *testing.T) {
 // A run whose result cannot depend on its sync interval takes the result of
 // the run just like it but for the interval, and gets exactly the result it
 // gets on its own; the others, faulty central-log runs among them, run.
+// Without store counts, central-log's runs take one result whatever their
+// fleet, and split's whatever their interval, each the result it gets on
+// its own but for its store counts.
 func TestTwinsEqualOwn(t *testing.T) {
 	var ps []sim.Params
-	for _, d := range []string{"central-log", "shared-counter"} {
+	for _, d := range []string{"central-log", "split", "shared-counter"} {
 		for _, tr := range []string{"steady:1", "flood:30"} {
 			for _, rtt := range []time.Duration{0, 5 * time.Millisecond} {
-				for _, sync := range []time.Duration{100 * time.Millisecond, time.Second, 3 * time.Second} {
+				for i, sync := range []time.Duration{100 * time.Millisecond, time.Second, 3 * time.Second} {
 					p := sim.Defaults()
-					p.Design, p.Gateways, p.Sync, p.Duration = d, 4, sync, 10*time.Minute
+					p.Design, p.Sync, p.Duration = d, sync, 10*time.Minute
 					p.Traffic, _ = sim.ParseTraffic(tr)
+					if d == "central-log" { // a fleet of its own at each interval
+						p.Gateways, p.Routing = 4+i, sim.Routing(i%2)
+					}
 					p.Faults.RTT = rtt
 					ps = append(ps, p)
 				}
 			}
 		}
 	}
+	// with store counts, central-log's ideal runs take another's result
+	// only at the same fleet, and no split run does; without them, the
+	// last two of central-log's three ideal runs of each traffic and the
+	// one added take the first's, and so do split's
+	mustTwinAsOwn(t, ps, Options{Workers: 2}, 0)
+	ps = append(ps, ps[0])
+	ps[len(ps)-1].Sync = 2 * time.Second
+	mustTwinAsOwn(t, ps, Options{Workers: 2}, 1)
+	mustTwinAsOwn(t, ps, Options{Workers: 2, NoStoreCounts: true}, 9)
+}
+
+// mustTwinAsOwn fails unless a sweep of ps with opt takes want runs'
+// results from another and gives every run the result it gets on its own
+// (without its store counts when opt says so), reported once.
+func mustTwinAsOwn(t *testing.T, ps []sim.Params, opt Options, want int) {
+	t.Helper()
 	copies := 0
-	for _, j := range twins(ps) {
+	for _, j := range Twins(ps, opt) {
 		if j >= 0 {
 			copies++
 		}
 	}
-	if copies != 4 { // central-log's ideal runs: two of the three intervals, two traffics
-		t.Fatalf("%d runs take another's result, want 4", copies)
+	if copies != want {
+		t.Fatalf("%d runs take another's result, want %d", copies, want)
 	}
 	reported := map[int]int{}
-	got := Run(context.Background(), ps, Options{Workers: 2, Progress: func(_, i int) { reported[i]++ }})
+	opt.Progress = func(_, i int) { reported[i]++ }
+	got := Run(context.Background(), ps, opt)
 	for i, p := range ps {
 		want, err := sim.Run(p)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if opt.NoStoreCounts {
+			want.Store = sim.StoreCounts{}
 		}
 		if !got[i].Done || got[i].Err != nil || !reflect.DeepEqual(got[i].Result, want) {
 			t.Fatalf("%v: in the sweep %+v, on its own %+v", p, got[i], want)
