@@ -30,7 +30,7 @@ func BenchmarkDecide(b *testing.B) {
 			step := func() bool {
 				now += int64(time.Microsecond)
 				if now%int64(c.Sync) == 0 {
-					g.SyncPull(now, key.Sync(now, g.SyncPush(now)))
+					design.Sync(g, now, key.SyncTo)
 				}
 				v, q := g.Decide(now, 1)
 				if v == design.Ask {

@@ -53,13 +53,12 @@ func (c *centralLog) Fallback(now int64, n int) Verdict {
 	return Admit
 }
 
-func (c *centralLog) SyncPush(now int64) store.Push {
-	p := store.Push{Gateway: c.gw}
-	c.local.push(&p)
-	return p
+func (c *centralLog) SyncPush(now int64, p *store.Push) {
+	*p = store.Push{Gateway: c.gw}
+	c.local.push(p)
 }
 
-func (c *centralLog) SyncPull(now int64, p store.Pull) {
+func (c *centralLog) SyncPull(now int64, p *store.Pull) {
 	c.local.settle()
 	c.count = p.Count
 }

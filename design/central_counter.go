@@ -64,10 +64,10 @@ func (c *centralCounter) Fallback(now int64, n int) Verdict {
 }
 
 // SyncPush pushes nothing: the counter is the store's alone.
-func (c *centralCounter) SyncPush(now int64) store.Push { return store.Push{} }
+func (c *centralCounter) SyncPush(now int64, p *store.Push) { *p = store.Push{} }
 
 // SyncPull ignores the pull.
-func (c *centralCounter) SyncPull(now int64, p store.Pull) {}
+func (c *centralCounter) SyncPull(now int64, p *store.Pull) {}
 
 func (c *centralCounter) Held() int { return 0 }
 

@@ -111,17 +111,16 @@ func (c *counter) Fallback(now int64, n int) Verdict {
 	return c.local.allow(now, n)
 }
 
-func (c *counter) SyncPush(now int64) store.Push {
-	p := store.Push{
+func (c *counter) SyncPush(now int64, p *store.Push) {
+	*p = store.Push{
 		Gateway: c.cfg.Gateway,
 		Horizon: HorizonSyncs * int64(c.cfg.Sync),
 		WantOwn: c.mode == modeTrackShare,
 	}
-	c.local.push(&p)
-	return p
+	c.local.push(p)
 }
 
-func (c *counter) SyncPull(now int64, p store.Pull) {
+func (c *counter) SyncPull(now int64, p *store.Pull) {
 	c.view.pulled(p)
 	c.local.settle()
 	if c.mode == modeTrackShare {

@@ -65,10 +65,12 @@ type Gateway interface {
 	// would be at most ceil(L/K). Its admits reach the store at the next
 	// sync.
 	Fallback(now int64, n int) Verdict
-	// SyncPush starts a sync: what this gateway sends the store.
-	SyncPush(now int64) store.Push
-	// SyncPull ends a sync with the store's answer to the last SyncPush.
-	SyncPull(now int64, p store.Pull)
+	// SyncPush starts a sync: it sets p, every field, to what this
+	// gateway sends the store.
+	SyncPush(now int64, p *store.Push)
+	// SyncPull ends a sync with the store's answer to the last SyncPush,
+	// which it reads and neither keeps nor changes.
+	SyncPull(now int64, p *store.Pull)
 	// Held returns the lease slots this gateway holds unused (0 outside
 	// the lease designs).
 	Held() int
@@ -113,6 +115,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sync interval %v: must be positive", c.Sync)
 	}
 	return nil
+}
+
+// Sync runs one whole sync of g at now, sync being the store's side of it
+// (memstore.Key.SyncTo, say): g's push, the store's answer, g's pull.
+func Sync(g Gateway, now int64, sync func(now int64, p *store.Push, pull *store.Pull)) {
+	var push store.Push
+	var pull store.Pull
+	g.SyncPush(now, &push)
+	sync(now, &push, &pull)
+	g.SyncPull(now, &pull)
 }
 
 // Info describes a registered design.

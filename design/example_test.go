@@ -28,7 +28,7 @@ func Example() {
 		fmt.Printf("t=%dms gateway %d: %v\n", at.ms, at.gw, d)
 	}
 	for _, g := range gws { // both sync at 1s
-		g.SyncPull(1000*ms, key.Sync(1000*ms, g.SyncPush(1000*ms)))
+		design.Sync(g, 1000*ms, key.SyncTo)
 	}
 	d, _ := gws[1].Decide(1001*ms, 1)
 	fmt.Printf("after the sync, gateway 1: %v (the store holds %d)\n", d, key.Count(1001*ms))
@@ -77,7 +77,7 @@ func ExampleNewHeadroom() {
 		fmt.Printf("t=%dms: %v %s\n", t, v, how)
 	}
 	decide(0)
-	g.SyncPull(1000*ms, key.Sync(1000*ms, g.SyncPush(1000*ms))) // one arrival in 10 intervals: a budget of 1
+	design.Sync(g, 1000*ms, key.SyncTo) // one arrival in 10 intervals: a budget of 1
 	decide(1100)
 	decide(1200)
 	decide(1300)

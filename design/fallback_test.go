@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -23,7 +24,7 @@ func TestFallbackIsTheLocalQuota(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sync := func(at int64) { g.SyncPull(at, key.Sync(at, g.SyncPush(at))) }
+			sync := func(at int64) { design.Sync(g, at, key.SyncTo) }
 			before := 0 // admits by the design's own rule
 			decide := func(at int64) {
 				v, q := g.Decide(at, 1)
@@ -78,13 +79,15 @@ func TestFallbackAdmitsDuringASyncArePushedNext(t *testing.T) {
 	key := memstore.NewKey(100, spec)
 	g, _ := design.New("shared-counter", design.Config{Limit: 100, Window: spec, Gateways: 2, Gateway: 0, Sync: time.Second})
 	g.Fallback(1, 1)
-	p := g.SyncPush(2)
+	var p store.Push
+	g.SyncPush(2, &p)
 	g.Fallback(3, 1) // while the sync is in flight
-	g.SyncPull(4, key.Sync(2, p))
+	pull := key.Sync(2, p)
+	g.SyncPull(4, &pull)
 	if n := key.Count(4); n != 1 {
 		t.Fatalf("after the first sync the store holds %d, want 1", n)
 	}
-	if p := g.SyncPush(5); len(p.Admits) != 1 || p.Admits[0] != 3 || p.Seq != 2 {
+	if g.SyncPush(5, &p); len(p.Admits) != 1 || p.Admits[0] != 3 || p.Seq != 2 {
 		t.Fatalf("second push %+v, want the admit at 3 numbered 2", p)
 	}
 }

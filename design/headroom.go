@@ -189,14 +189,13 @@ func (h *headroom) Fallback(now int64, n int) Verdict {
 	return Admit
 }
 
-func (h *headroom) SyncPush(now int64) store.Push {
-	p := store.Push{Gateway: h.cfg.Gateway, Horizon: HorizonSyncs * int64(h.cfg.Sync), WantOwn: true}
-	h.local.push(&p)
+func (h *headroom) SyncPush(now int64, p *store.Push) {
+	*p = store.Push{Gateway: h.cfg.Gateway, Horizon: HorizonSyncs * int64(h.cfg.Sync), WantOwn: true}
+	h.local.push(p)
 	h.syncing, h.answered = true, false
-	return p
 }
 
-func (h *headroom) SyncPull(now int64, p store.Pull) {
+func (h *headroom) SyncPull(now int64, p *store.Pull) {
 	lo := h.cfg.Window.Lo(now)
 	newer := h.view.known(lo)
 	h.view.pulled(p)

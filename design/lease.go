@@ -108,7 +108,7 @@ func (l *lease) Fallback(now int64, n int) Verdict {
 	return Admit
 }
 
-func (l *lease) SyncPush(now int64) store.Push {
+func (l *lease) SyncPush(now int64, p *store.Push) {
 	l.last = l.cur
 	l.arr.closeInterval(l.cur)
 	l.cur = 0
@@ -116,14 +116,13 @@ func (l *lease) SyncPush(now int64) store.Push {
 	if l.ask && l.last == 0 {
 		ask = 0
 	}
-	p := store.Push{Gateway: l.cfg.Gateway, Ask: ask}
-	l.local.push(&p)
+	*p = store.Push{Gateway: l.cfg.Gateway, Ask: ask}
+	l.local.push(p)
 	l.grant = 0 // handed back by the push; a new grant comes with the pull
 	l.syncing = true
-	return p
 }
 
-func (l *lease) SyncPull(now int64, p store.Pull) {
+func (l *lease) SyncPull(now int64, p *store.Pull) {
 	// The pull's count holds the central admits that reached the store
 	// before this sync's push; those after it wait for the next pull.
 	l.grant, l.count, l.centralSince = p.Granted, p.Count, 0

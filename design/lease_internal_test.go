@@ -27,8 +27,9 @@ func TestLeaseMemoryIsBounded(t *testing.T) {
 	}
 	for i := 0; i < 3*86400; i++ { // 10 arrivals every interval, three days long
 		g.cur = 10
-		g.SyncPush(int64(i) * int64(time.Second))
-		g.SyncPull(int64(i)*int64(time.Second), pullNothing)
+		var push store.Push
+		g.SyncPush(int64(i)*int64(time.Second), &push)
+		g.SyncPull(int64(i)*int64(time.Second), &pullNothing)
 	}
 	if w := g.want(); w < 15 || w > 16 { // ceil(1.5 * ~10 + 1), give or take a bucket's share
 		t.Fatalf("want %d after a steady 10 per interval, want about 16", w)

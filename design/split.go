@@ -40,14 +40,13 @@ func (s *split) Refused(n int) {}
 // CountsRefusals is false: a rejection changes nothing.
 func (s *split) CountsRefusals() bool { return false }
 
-func (s *split) SyncPush(now int64) store.Push {
-	p := store.Push{Gateway: s.gw}
-	s.local.push(&p)
-	return p
+func (s *split) SyncPush(now int64, p *store.Push) {
+	*p = store.Push{Gateway: s.gw}
+	s.local.push(p)
 }
 
-func (s *split) SyncPull(now int64, p store.Pull) { s.local.settle() }
-func (s *split) Held() int                        { return 0 }
+func (s *split) SyncPull(now int64, p *store.Pull) { s.local.settle() }
+func (s *split) Held() int                         { return 0 }
 
 // QuietSyncs: split's syncs only push its admits.
 func (s *split) QuietSyncs() int { return s.local.quietSyncs() }

@@ -54,7 +54,7 @@ func (tl timeline) run(t *testing.T) {
 		g := gws[st.gw]
 		var got string
 		if st.want == "sync" {
-			g.SyncPull(now, key.Sync(now, g.SyncPush(now)))
+			design.Sync(g, now, key.SyncTo)
 			got = "sync"
 		} else {
 			d, q := g.Decide(now, 1)
@@ -232,10 +232,12 @@ func leaseDuringSync(t *testing.T, name string, limit int, pushFirst bool) {
 			}
 		}
 	}
-	g.SyncPull(10, key.Sync(10, g.SyncPush(10))) // pushes what it admitted, holds new slots
-	push := g.SyncPush(20)                       // hands every slot back; the sync is in flight
+	design.Sync(g, 10, key.SyncTo) // pushes what it admitted, holds new slots
+	var push store.Push
+	g.SyncPush(20, &push) // hands every slot back; the sync is in flight
 	if pushFirst {
-		g.SyncPull(25, key.Sync(21, push))
+		pull := key.Sync(21, push)
+		g.SyncPull(25, &pull)
 	}
 	for i := int64(22); i < 25; i++ {
 		v, q := g.Decide(i, 1)
@@ -250,9 +252,10 @@ func leaseDuringSync(t *testing.T, name string, limit int, pushFirst bool) {
 		}
 	}
 	if !pushFirst {
-		g.SyncPull(25, key.Sync(25, push))
+		pull := key.Sync(25, push)
+		g.SyncPull(25, &pull)
 	}
-	g.SyncPull(30, key.Sync(30, g.SyncPush(30)))
+	design.Sync(g, 30, key.SyncTo)
 	if c := key.Count(30); c != admits || key.Outstanding()+c > limit {
 		t.Errorf("%s (push first %v): store counts %d with %d outstanding; the gateway admitted %d of a limit of %d",
 			name, pushFirst, c, key.Outstanding(), admits, limit)

@@ -20,7 +20,7 @@ type storeView struct {
 
 // pulled takes the store's count and soon-expiring stamps from a pull,
 // copying what the pull only lends.
-func (v *storeView) pulled(p store.Pull) {
+func (v *storeView) pulled(p *store.Pull) {
 	v.count = p.Count
 	v.exp = append(v.exp[:0], p.Expiring...)
 	v.expN = nil

@@ -107,7 +107,8 @@ func (l *Limiter) retire(e *entry, now int64) {
 	e.mu.Lock()
 	e.evicted = true
 	held := e.gw.Held()
-	p := e.gw.SyncPush(now)
+	var p store.Push
+	e.gw.SyncPush(now, &p)
 	e.mu.Unlock()
 	if len(p.Admits) > 0 || held > 0 {
 		last := store.Push{Gateway: p.Gateway, Admits: append([]int64(nil), p.Admits...), Seq: p.Seq, Epoch: p.Epoch}
@@ -166,11 +167,12 @@ func (l *Limiter) primeSync(ctx context.Context, e *entry, now int64) {
 		}
 	}
 	l.orphanMu.Unlock()
-	items = append(items, store.SyncItem{Key: e.key, Push: e.gw.SyncPush(now)})
+	items = append(items, store.SyncItem{Key: e.key})
+	e.gw.SyncPush(now, &items[len(items)-1].Push)
 	cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
 	if err := l.st.Sync(cctx, now, items); err != nil {
 		return
 	}
-	e.gw.SyncPull(now, items[len(items)-1].Pull)
+	e.gw.SyncPull(now, &items[len(items)-1].Pull)
 }

@@ -337,7 +337,7 @@ func (x watched) Decide(now int64, n int) (design.Verdict, store.Query) {
 	return v, q
 }
 
-func (x watched) SyncPull(now int64, p store.Pull) {
+func (x watched) SyncPull(now int64, p *store.Pull) {
 	x.Gateway.SyncPull(now, p)
 	x.w.mu.Lock()
 	x.w.most[x.g] = max(x.w.most[x.g], x.w.cur[x.g])

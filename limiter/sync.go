@@ -107,9 +107,10 @@ func (l *Limiter) pushes(all []*entry, now int64, first []store.SyncItem) ([]*en
 			e.gw.(design.Lazy).Skip(1)
 		} else {
 			ents = append(ents, e)
-			p := e.gw.SyncPush(now)
-			p.Gone = gone
-			items = append(items, store.SyncItem{Key: e.key, Push: p})
+			items = append(items, store.SyncItem{Key: e.key})
+			it := &items[len(items)-1]
+			e.gw.SyncPush(now, &it.Push)
+			it.Push.Gone = gone
 		}
 		e.mu.Unlock()
 	}
@@ -132,7 +133,7 @@ func (l *Limiter) pull(ents []*entry, items []store.SyncItem, lo, hi int, now in
 		e := ents[i]
 		e.mu.Lock()
 		if !e.evicted {
-			e.gw.SyncPull(now, items[i].Pull)
+			e.gw.SyncPull(now, &items[i].Pull)
 		}
 		e.mu.Unlock()
 	}

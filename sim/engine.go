@@ -271,7 +271,8 @@ func (e *engine) startSync(t int64, g int) {
 	gw := r.gws[g]
 	held := r.heldBefore(g)
 	now := e.clock(t, g)
-	push := gw.SyncPush(now)
+	var push store.Push
+	gw.SyncPush(now, &push)
 	push.Gone = s.gone
 	r.m.performed++
 	r.heldAfter(t, g, held)
@@ -295,7 +296,7 @@ func (e *engine) pull(t int64, g int, p store.Pull) {
 	r := e.r
 	e.gs[g].syncing = false
 	held := r.heldBefore(g)
-	r.gws[g].SyncPull(e.clock(t, g), p)
+	r.gws[g].SyncPull(e.clock(t, g), &p)
 	r.heldAfter(t, g, held)
 }
 

@@ -134,7 +134,7 @@ func TestRTTDelaysCentralDecisions(t *testing.T) {
 // sync, and returns the store's count afterwards.
 func allPushed(r *runner, now int64) int {
 	for _, gw := range r.gws {
-		gw.SyncPull(now, r.key.Sync(now, gw.SyncPush(now)))
+		design.Sync(gw, now, r.key.SyncTo)
 	}
 	return r.key.Count(now)
 }

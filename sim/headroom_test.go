@@ -38,7 +38,7 @@ func (x watched) Decide(now int64, n int) (design.Verdict, store.Query) {
 	return v, q
 }
 
-func (x watched) SyncPull(now int64, p store.Pull) {
+func (x watched) SyncPull(now int64, p *store.Pull) {
 	x.Gateway.SyncPull(now, p)
 	x.w.renew(x.g)
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/store"
 )
 
 // membership sets the fleet of the start live, draws each gateway's
@@ -120,7 +121,8 @@ func (e *engine) learn(ev event) {
 	now := e.clock(ev.t, g)
 	old := r.gws[g]
 	held := r.heldBefore(g)
-	if p := old.SyncPush(now); len(p.Admits) > 0 || held > 0 {
+	var p store.Push
+	if old.SyncPush(now, &p); len(p.Admits) > 0 || held > 0 {
 		p.Gone = s.gone
 		r.storeSync(now, p)
 	}

@@ -339,7 +339,8 @@ type runner struct {
 	m     *meter
 	trace Trace
 	rf    *refusals  // the eager mode's sure rejections, when it keeps them
-	pull  store.Pull // scratch for sync
+	push  store.Push // scratch for sync
+	pull  store.Pull
 
 	delta int64
 	phase []int64 // gateway i syncs at phase[i] + r*delta, r >= 0
@@ -527,9 +528,9 @@ func (r *runner) arrive(t int64, g, c int) {
 func (r *runner) sync(t int64, g int) {
 	gw := r.gws[g]
 	held := r.heldBefore(g)
-	push := gw.SyncPush(t)
-	r.storeSyncTo(t, &push, &r.pull)
-	gw.SyncPull(t, r.pull)
+	gw.SyncPush(t, &r.push)
+	r.storeSyncTo(t, &r.push, &r.pull)
+	gw.SyncPull(t, &r.pull)
 	r.m.performed++
 	r.heldAfter(t, g, held)
 	if r.rf != nil {
