@@ -271,8 +271,8 @@ func (e *engine) startSync(t int64, g int) {
 	gw := r.gws[g]
 	held := r.heldBefore(g)
 	now := e.clock(t, g)
-	var push store.Push
-	gw.SyncPush(now, &push)
+	gw.SyncPush(now, &r.push) // the runner's scratch: a local would escape
+	push := r.push
 	push.Gone = s.gone
 	r.m.performed++
 	r.heldAfter(t, g, held)
@@ -296,7 +296,8 @@ func (e *engine) pull(t int64, g int, p store.Pull) {
 	r := e.r
 	e.gs[g].syncing = false
 	held := r.heldBefore(g)
-	r.gws[g].SyncPull(e.clock(t, g), &p)
+	r.pull = p // the runner's scratch: p's address would escape
+	r.gws[g].SyncPull(e.clock(t, g), &r.pull)
 	r.heldAfter(t, g, held)
 }
 

@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/fleetlimit/fleetlimit/design"
-	"github.com/fleetlimit/fleetlimit/store"
 )
 
 // membership sets the fleet of the start live, draws each gateway's
@@ -121,10 +120,10 @@ func (e *engine) learn(ev event) {
 	now := e.clock(ev.t, g)
 	old := r.gws[g]
 	held := r.heldBefore(g)
-	var p store.Push
-	if old.SyncPush(now, &p); len(p.Admits) > 0 || held > 0 {
+	p := &r.push
+	if old.SyncPush(now, p); len(p.Admits) > 0 || held > 0 {
 		p.Gone = s.gone
-		r.storeSync(now, p)
+		r.storeSync(now, *p)
 	}
 	s.remakes++
 	s.k = ev.k
