@@ -110,7 +110,7 @@ type requests struct {
 	left int // runs not yet finished
 }
 
-// Twins finds the runs of a sweep with opt that take an earlier run's
+// Twins finds the runs of a sweep with opt that take another run's
 // result: those that differ from it only in their sync interval, for runs
 // that do not depend on it at all (sim.Params.FleetFree); and with
 // opt.NoStoreCounts, those that differ from it only in their fleet, for
