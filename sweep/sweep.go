@@ -111,14 +111,15 @@ type requests struct {
 }
 
 // Twins finds the runs of a sweep with opt that take another run's
-// result: those that differ from it only in their sync interval, for runs
-// that do not depend on it at all (sim.Params.FleetFree); and with
-// opt.NoStoreCounts, those that differ from it only in their fleet, for
-// those same runs, or only in their sync interval, for runs whose decisions
-// ignore it (sim.Params.SyncBlind). For each run it returns the index of
-// the run whose result it takes, or -1 where it runs itself. Of a group of
-// twins, the one that runs is the first with the longest interval: it
-// performs the fewest syncs.
+// result: those with the same parameters (the study's counters part
+// repeats some of its other parts' runs); those that differ from it only
+// in their sync interval, for runs that do not depend on it at all
+// (sim.Params.FleetFree); and with opt.NoStoreCounts, those that differ
+// from it only in their fleet, for those same runs, or only in their sync
+// interval, for runs whose decisions ignore it (sim.Params.SyncBlind). For
+// each run it returns the index of the run whose result it takes, or -1
+// where it runs itself. Of a group of twins, the one that runs is the
+// first with the longest interval: it performs the fewest syncs.
 func Twins(params []sim.Params, opt Options) []int {
 	runs := map[string]int{}
 	keys := make([]string, len(params))
@@ -143,19 +144,20 @@ func Twins(params []sim.Params, opt Options) []int {
 }
 
 // twinKey is what run p's twins have in common: its parameters less the
-// ones its result does not depend on; false when it has no twins.
+// ones its result does not depend on (all of them for a run that depends
+// on every one: a run is reproducible from its parameters, so the same
+// run twice runs once); false for a run that cannot run.
 func twinKey(p sim.Params, opt Options) (string, bool) {
+	class := "same"
 	switch {
 	case p.Validate() != nil:
 		return "", false
 	case opt.NoStoreCounts && p.FleetFree():
-		p.Gateways, p.Sync, p.Routing, p.AlignedSync = 0, 0, 0, false
+		class, p.Gateways, p.Sync, p.Routing, p.AlignedSync = "fleet-free", 0, 0, 0, false
 	case opt.NoStoreCounts && p.SyncBlind(), p.FleetFree():
-		p.Sync = 0
-	default:
-		return "", false
+		class, p.Sync = "sync-blind", 0
 	}
-	return fmt.Sprintf("%#v", p), true // every field, slices by their contents
+	return class + fmt.Sprintf("%#v", p), true // every field, slices by their contents
 }
 
 // twin is the outcome of run p, which takes r, the result of its twin (or

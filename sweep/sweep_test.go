@@ -142,6 +142,11 @@ func TestTwinsEqualOwn(t *testing.T) {
 	ps[len(ps)-1].Sync = 2 * time.Second
 	mustTwinAsOwn(t, ps, Options{Workers: 2}, 1)
 	mustTwinAsOwn(t, ps, Options{Workers: 2, NoStoreCounts: true}, 9)
+	// the same run twice runs once, store counts and all: a faulty
+	// shared-counter run, which has no twin of any other kind
+	ps = append(ps, ps[len(ps)-2])
+	mustTwinAsOwn(t, ps, Options{Workers: 2}, 2)
+	mustTwinAsOwn(t, ps, Options{Workers: 2, NoStoreCounts: true}, 10)
 }
 
 // mustTwinAsOwn fails unless a sweep of ps with opt takes want runs'
