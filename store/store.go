@@ -51,6 +51,30 @@ type Push struct {
 	// store settles the lease slots they hold on the key, which return to
 	// the room. Read-only; it stays the gateway's.
 	Gone []int
+	// Withdraw are central admits this gateway asked for (Query.ID) and
+	// never heard the answer to: the store removes each one it logged,
+	// and never logs one afterwards. Applied before Admits. Read-only; it
+	// stays the gateway's.
+	Withdraw []Withdrawal
+	// Reseed, when not empty, re-pushes admits this gateway made in the
+	// window before the store forgot the key (Pull.Gen changed): stamps,
+	// ascending, each standing for ReseedCounts[i] requests (nil: 1).
+	// They are counted like Admits, under ReseedID, which names this
+	// re-seed among the gateway's re-seeds of the key in this epoch, so
+	// that a retried re-seed counts once where the store can tell.
+	// Read-only; it stays the gateway's.
+	Reseed       []int64
+	ReseedCounts []int
+	ReseedID     uint64
+}
+
+// Withdrawal names a central admit that a gateway asked the store for and
+// whose answer never came back: the request was decided without it, so
+// whatever the store logged for it must go.
+type Withdrawal struct {
+	ID uint64 // the Query.ID of the central check
+	At int64  // the query's time: the admit's stamp
+	N  int    // the requests it asked to admit
 }
 
 // Pull is the store's answer to a Push.
@@ -70,6 +94,14 @@ type Pull struct {
 	ExpiringCounts []int
 	// Granted is the number of lease slots granted until the next sync.
 	Granted int
+	// Outstanding is the lease slots granted and not yet settled,
+	// fleet-wide, after this sync (Granted included).
+	Outstanding int
+	// Gen names the store's life of the key: it changes only when the
+	// store has lost the key's data (a restart without persistence,
+	// FLUSHALL, an eviction) and made it anew, and never while anything
+	// of the key can still count. 0: the store never forgets (memstore).
+	Gen uint64
 }
 
 // QueryKind says which store operation a Query needs.
@@ -89,6 +121,19 @@ const (
 	QueryCounter
 )
 
+// String returns "central", "grant" or "counter".
+func (k QueryKind) String() string {
+	switch k {
+	case QueryCentral:
+		return "central check"
+	case QueryGrant:
+		return "grant"
+	case QueryCounter:
+		return "counter"
+	}
+	return "query"
+}
+
 // Query is a store operation a decision waits on: a design returns it when
 // it cannot decide alone, the driver sends it with Backend.Ask (or
 // memstore.Key.Answer) and hands the Answer back to the design.
@@ -105,13 +150,25 @@ type Query struct {
 	// its pushed admits do when it pushes with WantOwn: a design that
 	// reads Own sets both. A store may count them either way without it.
 	Own bool
+	// ID, when not 0, names a central admit among the asking gateway's
+	// in this Epoch, so that a later withdrawal can take it back; larger
+	// for every query.
+	ID    uint64
+	Epoch uint64
+	// Withdraw are withdrawals (Push.Withdraw) of the asking gateway's
+	// earlier queries of this Epoch, applied first: a gateway that sends
+	// every pending one with each query leaves the store at most one of
+	// its central admits to take back, the last. Read-only; it stays the
+	// design's.
+	Withdraw []Withdrawal
 }
 
 // Answer is the store's reply to a Query.
 type Answer struct {
-	Admit   bool // QueryCentral: the store admitted and logged the requests
-	Count   int  // QueryCentral, QueryCounter: the store's count in the window afterwards
-	Granted int  // QueryGrant: slots granted
+	Admit   bool   // QueryCentral: the store admitted and logged the requests
+	Count   int    // QueryCentral, QueryCounter: the store's count in the window afterwards
+	Granted int    // QueryGrant: slots granted
+	Gen     uint64 // QueryCentral, QueryGrant: the key's life at the store, as Pull.Gen
 }
 
 // CountAt returns the count of admit i of stamps whose counts are counts

@@ -73,6 +73,18 @@ type Key struct {
 	outTotal int
 	applied  []uint64 // per gateway: sequence number of the last admit applied
 	epoch    []uint64 // per gateway: the epoch applied belongs to
+	// per gateway: its last central admit that named itself (Query.ID),
+	// until a withdrawal or a later one settles it; a gateway asks one
+	// query at a time for a key and carries its withdrawals, so one is
+	// all a withdrawal can name
+	lastCentral []centralAdmit
+	// per gateway: the latest withdrawn query that had not been logged;
+	// a query of its epoch and no later ID never may be
+	barred []centralAdmit
+
+	// gen is the key's life as Pull.Gen reports it: 0 unless Forget
+	// made it anew
+	gen uint64
 
 	// the fixed-window counter of QueryCounter: the start of its window
 	// and its count there
@@ -123,8 +135,18 @@ func (k *Key) advance(now int64) int64 {
 	return now
 }
 
+// centralAdmit is a central admit that named itself: which query, when and
+// how many requests.
+type centralAdmit struct {
+	epoch, id uint64
+	t         int64 // its entry's time
+	n         int
+}
+
 func (k *Key) gateway(gw int) {
 	for gw >= len(k.own) {
+		k.lastCentral = append(k.lastCentral, centralAdmit{})
+		k.barred = append(k.barred, centralAdmit{})
 		k.own = append(k.own, 0)
 		k.out = append(k.out, 0)
 		k.applied = append(k.applied, 0)
@@ -350,8 +372,14 @@ func (k *Key) Sync(now int64, p store.Push) store.Pull {
 func (k *Key) SyncTo(now int64, p *store.Push, pull *store.Pull) {
 	now = k.advance(now)
 	k.gateway(p.Gateway)
+	for _, w := range p.Withdraw {
+		k.withdraw(p.Gateway, p.Epoch, w)
+	}
 	stamps, counts := k.fresh(p)
 	k.insert(p.Gateway, stamps, counts)
+	if len(p.Reseed) > 0 {
+		k.insert(p.Gateway, p.Reseed, p.ReseedCounts)
+	}
 	k.outTotal -= k.out[p.Gateway]
 	k.out[p.Gateway] = 0
 	for _, g := range p.Gone {
@@ -370,6 +398,7 @@ func (k *Key) SyncTo(now int64, p *store.Push, pull *store.Pull) {
 	if ask > 0 {
 		pull.Granted = k.grant(p.Gateway, ask, count)
 	}
+	pull.Outstanding, pull.Gen = k.outTotal, k.gen
 	if p.Horizon > 0 {
 		pull.Expiring, pull.ExpiringCounts = k.expiring(k.spec.Lo(now + p.Horizon))
 	}
@@ -423,16 +452,84 @@ func (k *Key) grant(gw, ask, count int) int {
 // now if the window then holds at most the limit (counting outstanding
 // lease slots as used), logs them, and returns the count afterwards.
 func (k *Key) Central(now int64, gw, n int) (bool, int) {
+	return k.central(now, gw, n, 0, 0)
+}
+
+// central is Central for a query that names its admit (id > 0) for a later
+// withdrawal.
+func (k *Key) central(now int64, gw, n int, epoch, id uint64) (bool, int) {
 	now = k.advance(now)
 	k.gateway(gw)
+	if k.Withdrawn(gw, epoch, id) {
+		return false, k.count
+	}
 	count := k.count
 	if count+k.outTotal+n > k.limit {
 		return false, count
 	}
 	if n > 0 {
-		k.appendEntry(k.spec.Stamp(now), n, int32(gw))
+		t := k.spec.Stamp(now)
+		k.appendEntry(t, n, int32(gw))
+		if id > 0 {
+			k.lastCentral[gw] = centralAdmit{epoch: epoch, id: id, t: t, n: n}
+		}
 	}
 	return true, count + n
+}
+
+// withdraw takes back gateway gw's central admit that w names, if this key
+// logged it and it is still in the window.
+func (k *Key) withdraw(gw int, epoch uint64, w store.Withdrawal) {
+	c := k.lastCentral[gw]
+	if c.id == 0 || c.id != w.ID || c.epoch != epoch {
+		if b := &k.barred[gw]; b.epoch != epoch || b.id < w.ID {
+			*b = centralAdmit{epoch: epoch, id: w.ID}
+		}
+		return
+	}
+	k.lastCentral[gw] = centralAdmit{}
+	for i := k.log.len() - 1; i >= k.head && k.log.t[i] >= c.t; i-- {
+		if k.log.t[i] != c.t || k.log.gw[i] != int32(gw) || k.log.n[i] < c.n {
+			continue
+		}
+		before := k.log.n[i]
+		k.log.n[i] -= c.n
+		k.own[gw] -= c.n
+		k.count -= c.n
+		if before > 1 && k.log.n[i] <= 1 {
+			k.heavy--
+		}
+		if k.log.n[i] == 0 {
+			k.removeEntry(i)
+		}
+		return
+	}
+}
+
+// Withdrawn reports whether gateway gw's query id of epoch was withdrawn
+// before it reached the key: it must change nothing.
+func (k *Key) Withdrawn(gw int, epoch, id uint64) bool {
+	if id == 0 || gw >= len(k.barred) {
+		return false
+	}
+	b := k.barred[gw]
+	return b.epoch == epoch && id <= b.id
+}
+
+// removeEntry removes the log's entry i, which stands for no request.
+func (k *Key) removeEntry(i int) {
+	copy(k.log.t[i:], k.log.t[i+1:])
+	copy(k.log.n[i:], k.log.n[i+1:])
+	copy(k.log.gw[i:], k.log.gw[i+1:])
+	k.log.truncate(k.log.len() - 1)
+}
+
+// Forget makes the key lose everything it holds, as a Redis restarted
+// without persistence loses it, and starts a new life of it (Pull.Gen):
+// the simulator's model of a store that forgets.
+func (k *Key) Forget(now int64) {
+	gen := k.gen + 1
+	*k = Key{limit: k.limit, spec: k.spec, now: max(now, k.now), maxMin: k.maxMin, gen: gen}
 }
 
 // Answer answers a query of gateway gw at now, after applying the push it
@@ -443,12 +540,19 @@ func (k *Key) Answer(now int64, gw int, q store.Query) store.Answer {
 		c.Ask, c.Horizon, c.WantOwn = 0, 0, false
 		k.Sync(now, c)
 	}
+	if len(q.Withdraw) > 0 {
+		k.advance(now)
+		k.gateway(gw)
+		for _, w := range q.Withdraw {
+			k.withdraw(gw, q.Epoch, w)
+		}
+	}
 	switch q.Kind {
 	case store.QueryCentral:
-		ok, count := k.Central(now, gw, q.N)
-		return store.Answer{Admit: ok, Count: count}
+		ok, count := k.central(now, gw, q.N, q.Epoch, q.ID)
+		return store.Answer{Admit: ok, Count: count, Gen: k.gen}
 	case store.QueryGrant:
-		return store.Answer{Granted: k.Grant(now, gw, q.N)}
+		return store.Answer{Granted: k.Grant(now, gw, q.N), Gen: k.gen}
 	case store.QueryCounter:
 		return store.Answer{Count: k.Counter(now, q.N)}
 	}

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/fleetlimit/fleetlimit/store"
@@ -31,6 +32,7 @@ func (s *Store) key(k store.Key) *Key {
 			nk.log.appendFrom(&key.log, key.head, key.log.len())
 			nk.own, nk.out, nk.applied, nk.epoch, nk.outTotal, nk.now = key.own, key.out, key.applied, key.epoch, key.outTotal, key.now
 			nk.count, nk.heavy, nk.ctrStart, nk.ctr = key.count, key.heavy, key.ctrStart, key.ctr
+			nk.lastCentral, nk.barred, nk.gen = key.lastCentral, key.barred, key.gen
 		}
 		key = nk
 		s.keys[k.Name] = key
@@ -69,11 +71,20 @@ func (s *Store) Sync(ctx context.Context, now int64, items []store.SyncItem) err
 	return nil
 }
 
-// Ask answers a query for one key. It never fails.
+// ErrWithdrawn is Ask's answer to a central check that its gateway had
+// withdrawn (store.Push.Withdraw) before it arrived: it changed nothing.
+var ErrWithdrawn = errors.New("memstore: the central check was withdrawn before it arrived and changed nothing")
+
+// Ask answers a query for one key. It fails only for a query withdrawn
+// before it arrived.
 func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store.Query) (store.Answer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := s.key(k).Answer(now, gw, q)
+	key := s.key(k)
+	a := key.Answer(now, gw, q)
+	if q.Kind == store.QueryCentral && key.Withdrawn(gw, q.Epoch, q.ID) {
+		return store.Answer{}, ErrWithdrawn
+	}
 	s.gc(now)
 	return a, nil
 }

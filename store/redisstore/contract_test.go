@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
 	"github.com/fleetlimit/fleetlimit/store/storetest"
+	"github.com/fleetlimit/fleetlimit/window"
 )
 
 func TestContract(t *testing.T) {
@@ -60,4 +62,43 @@ func TestContractOnCluster(t *testing.T) {
 		t.Fatalf("Dial(%s) made a %T, not a cluster client", addrs, st.Client())
 	}
 	storetest.Run(t, func(t *testing.T) store.Backend { return st })
+}
+
+// A key's life (Pull.Gen) stays put while Redis keeps the key, and changes
+// when Redis loses it (FLUSHALL here; a restart without persistence or an
+// eviction alike): that is how a gateway tells that Redis forgot a window.
+func TestGenChangesWhenRedisForgets(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	st, err := redisstore.Dial(ctx, srv.Addr, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, spec := range []window.Spec{{Size: time.Minute}, {Size: time.Minute, Buckets: 12}} {
+		k := store.Key{Name: "gen/" + spec.String(), Limit: 10, Window: spec}
+		sync := func(now int64) store.Pull {
+			items := []store.SyncItem{{Key: k, Push: store.Push{Gateway: 0, Admits: []int64{now}, Seq: uint64(now), Epoch: 1}}}
+			if err := st.Sync(ctx, now, items); err != nil {
+				t.Fatal(err)
+			}
+			return items[0].Pull
+		}
+		first := sync(storetest.T0)
+		a, err := st.Ask(ctx, storetest.T0+1e6, k, 1, store.Query{Kind: store.QueryCentral, N: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		second := sync(storetest.T0 + 2e6)
+		if first.Gen == 0 || second.Gen != first.Gen || a.Gen != first.Gen {
+			t.Fatalf("%v: lives %d, %d and %d for a key Redis kept, want one, not 0", spec, first.Gen, a.Gen, second.Gen)
+		}
+		if err := st.Client().FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		after := sync(storetest.T0 + 3e6)
+		if after.Gen == first.Gen || after.Gen == 0 || after.Count != 1 {
+			t.Fatalf("%v: after FLUSHALL life %d (was %d), count %d: want a new life and only the new admit", spec, after.Gen, first.Gen, after.Count)
+		}
+	}
 }

@@ -24,8 +24,12 @@ import (
 //	     lease slots it holds); a 40-byte header (lo, the oldest bucket
 //	     still counted; n, the requests counted; ot, the lease slots
 //	     outstanding; renewed, when its expiry was last pushed back, in
-//	     ms; R, the ring's size; hi, the newest bucket written); then a
-//	     ring of R 4-byte counters, bucket b at b mod R
+//	     ms; R, the ring's size; gen, the record's life, Pull.Gen, drawn
+//	     from Redis's clock when it was made; hi, the newest bucket
+//	     written); then a ring of R 4-byte counters, bucket b at b mod R
+//	w    a hash: "gw" the last central admit of gateway gw that named
+//	     itself ("epoch:id:bucket:n:own"), "x:gw:epoch:id" a withdrawn one
+//	     that had not been counted (it never may)
 //	o:gw the same with no gateway entries, counting gateway gw's own
 //	     admits, kept only for a design that reads Pull.Own
 //	     (Push.WantOwn, Query.Own)
@@ -73,14 +77,17 @@ end
 -- b0 + R - 2, at or after now's: counted longer, never less).
 local function load(k, R, b0)
   local s = call('GET', k)
-  local r = {k = k, R = R, mods = {}, nmods = 0, G = 0, h = 5, lo = b0, n = 0, ot = 0, renewed = 0, hi = b0 - 1, s = ''}
+  local r = {k = k, R = R, mods = {}, nmods = 0, G = 0, h = 5, lo = b0, n = 0, ot = 0, renewed = 0, hi = b0 - 1, s = '', gen = 0}
   if not s then
     r.new = true
+    local t = call('TIME')
+    r.gen = (tonumber(t[1]) * 1000000 + tonumber(t[2])) % 2147483646 + 1
     return r
   end
   local g = sunpack('<i4', s)
   local h = 5 + GW * g
-  local lo, n, ot, renewed, rr, _, hi = sunpack(HFMT, s, h)
+  local lo, n, ot, renewed, rr, gen, hi = sunpack(HFMT, s, h)
+  r.gen = gen
   if rr ~= R then
     r.new = true
     if n > 0 then r.mods[(b0 + R - 2) % R], r.nmods, r.n, r.hi = n, 1, n, b0 + R - 2 end
@@ -197,7 +204,7 @@ local function save(r, nowms, ttl, gw, e, a, o)
   if renew then r.renewed = nowms end
   local G = r.G
   if gw and gw >= G then G = gw + 1 end
-  local hdr = pack(HFMT, r.lo, r.n, r.ot, r.renewed, r.R, 0, r.hi)
+  local hdr = pack(HFMT, r.lo, r.n, r.ot, r.renewed, r.R, r.gen, r.hi)
   if r.new or G ~= r.G then
     call('SET', r.k, whole(r, G, hdr, gw, e, a, o), 'PX', 2 * ttl)
     return
@@ -220,20 +227,48 @@ local function expired(deadline)
   local t = call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2]) > deadline
 end
+-- unbump takes c requests off bucket b, if it still counts.
+local function unbump(r, b, c)
+  if b < r.lo or b > r.hi then return end
+  setslot(r, b, getslot(r, b) - c)
+  r.n = r.n - c
+end
+-- centralName names gateway gw's central admit id of epoch e in w.
+local function centralName(gw, e, id)
+  return gw .. ':' .. e .. ':' .. string.format('%d', id)
+end
+-- withdraw takes back gateway gw's central admit id (of c requests in
+-- bucket b) if r counted it, or bars it from w for good; own is gw's own
+-- record, when loaded.
+local function withdraw(r, own, wk, gw, e, id, b, c, ttl)
+  local name = centralName(gw, e, id)
+  local v = call('HGET', wk, gw)
+  if v and sub(v, 1, #name + 1) == name .. ':' then
+    local _, _, vb, vc, vo = string.find(v, ':(%-?%d+):(%d+):(%d)$')
+    unbump(r, tonumber(vb), tonumber(vc))
+    if own and vo == '1' then unbump(own, tonumber(vb), tonumber(vc)) end
+    call('HDEL', wk, gw)
+  else
+    call('HSET', wk, 'x:' .. name, 1)
+    call('PEXPIRE', wk, 2 * ttl)
+  end
+end
 `
 
 // counterSyncScript syncs any number of counted keys of one window, one
 // gateway and one kind of push (of one slot, on a Cluster). KEYS are each
-// key's record, each followed by the pushing gateway's own record when it
-// wants its own count (or when the caller passes it anyway). ARGV[1..8] hold
-// what the keys share: b0 (the oldest bucket that counts), R, ttl (ms), now
-// (ms), until (buckets before it that count are returned; "": none), gw,
-// want own (0 or 1), g; then g gone gateways (whose lease slots are
-// settled); then one argument a key, packed little-endian so that
-// one struct.unpack reads it: limit (i4), seq (d), epoch (20 digits), ask
-// (i4), m (i4), then m groups of bucket (d), admits (i4) and count each
-// (i4). It returns, for each key: count, own, granted, e, then e pairs of
-// bucket and count.
+// key's record and its hash of central admits, each followed by the pushing
+// gateway's own record when it wants its own count (or when the caller
+// passes it anyway). ARGV[1..8] hold what the keys share: b0 (the oldest
+// bucket that counts), R, ttl (ms), now (ms), until (buckets before it that
+// count are returned; "": none), gw, want own (0 or 1), g; then g gone
+// gateways (whose lease slots are settled); then one argument a key,
+// packed little-endian so that one struct.unpack reads it: limit (i4), seq
+// (d), epoch (20 digits), ask (i4), m (i4), then m groups of bucket (d),
+// admits (i4) and count each (i4); then nw (i4) withdrawals of query id
+// (d), bucket (d) and count (i4), applied first; then nr (i4) re-seeded
+// groups of bucket (d) and count (i4). It returns, for each key: count,
+// own, granted, outstanding, gen, e, then e pairs of bucket and count.
 var counterSyncScript = redis.NewScript(counterLib + `
 local b0, R, ttl, nowms = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local untl, gw, wantOwn = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == '1'
@@ -252,11 +287,20 @@ for i = 1, #ARGV - first do
   advance(r, b0)
   local own
   if wantOwn then
-    own = load(KEYS[k + 1], R, b0)
+    own = load(KEYS[k + 2], R, b0)
     advance(own, b0)
   end
   local e, applied, out = gateway(r, gw)
   if ng > 0 then settle(r, gone, gw) end
+  local wq = at
+  for _ = 1, m do wq = wq + 16 end
+  local nw
+  nw, wq = sunpack('<i4', a, wq)
+  for _ = 1, nw do
+    local id, b, c, nq = sunpack('<ddi', a, wq)
+    wq = nq
+    withdraw(r, own, KEYS[k + 1], gw, epoch, id, b, c, ttl)
+  end
   local skip = 0
   if seq > 0 and m > 0 then
     local total, q = 0, at
@@ -283,6 +327,14 @@ for i = 1, #ARGV - first do
       if own then bump(own, b, take * c) end
     end
   end
+  local nr
+  nr, wq = sunpack('<i4', a, wq)
+  for _ = 1, nr do
+    local b, c, nq = sunpack('<di', a, wq)
+    wq = nq
+    bump(r, b, c)
+    if own then bump(own, b, c) end
+  end
   r.ot = r.ot - out
   local granted = 0
   if ask > 0 then
@@ -293,8 +345,8 @@ for i = 1, #ARGV - first do
   end
   local ownN = 0
   if own then ownN = own.n end
-  res[nres + 1], res[nres + 2], res[nres + 3], res[nres + 4] = r.n, ownN, granted, 0
-  local ne = nres + 4
+  res[nres + 1], res[nres + 2], res[nres + 3], res[nres + 4], res[nres + 5], res[nres + 6] = r.n, ownN, granted, r.ot, r.gen, 0
+  local ne = nres + 6
   nres = ne
   if untl then
     local last = untl - 1
@@ -318,51 +370,83 @@ end
 return res
 `)
 
-// counterCentralScript: KEYS = c, o; ARGV = b0, R, limit, ttl, now (ms),
-// bnow, gw, n, deadline (µs, 0: none), own (0 or 1). Returns {admitted,
-// count}, or {-1, 0} past the deadline.
-var counterCentralScript = redis.NewScript(counterLib + `
-local b0, R, limit, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local nowms, bnow, n = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[8])
-if expired(ARGV[9]) then return {-1, 0} end
-local r = load(KEYS[1], R, b0)
-advance(r, b0)
-if r.n + r.ot + n > limit then return {0, r.n} end
+// counterCentralScript: KEYS = c, w, o; ARGV = b0, R, limit, ttl, now (ms),
+// bnow, gw, n, deadline (µs, 0: none), own (0 or 1), id, epoch (20
+// digits), nw, then nw triples of query ID, bucket and count (withdrawals
+// of the gateway's earlier queries, applied first). Returns {admitted,
+// count, gen}, or {-1, 0, 0} past the deadline or for a withdrawn query. A
+// query with an ID is remembered in w, so that a withdrawal can take its
+// admit back.
+var counterCentralScript = redis.NewScript(counterLib + counterQueryStart + `
+if r.n + r.ot + n > limit then
+  finish()
+  return {0, r.n, r.gen}
+end
 if n > 0 then
   bump(r, bnow, n)
-  save(r, nowms, ttl)
-  if ARGV[10] == '1' then
-    local own = load(KEYS[2], R, b0)
-    advance(own, b0)
-    bump(own, bnow, n)
-    save(own, nowms, ttl)
+  if ARGV[10] == '1' then bump(own, bnow, n) end
+  if name then
+    call('HSET', KEYS[2], gw, name .. ':' .. string.format('%d', bnow) .. ':' .. n .. ':' .. ARGV[10])
+    call('PEXPIRE', KEYS[2], 2 * ttl)
   end
+  changed = true
 end
-return {1, r.n}
+finish()
+return {1, r.n, r.gen}
 `)
 
-// counterGrantScript: KEYS = c, o; ARGV = b0, R, limit, ttl, now (ms),
-// bnow, gw, n, deadline. Returns the slots granted, or -1 past the deadline.
-var counterGrantScript = redis.NewScript(counterLib + `
-local b0, R, limit, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local nowms, gw, n = tonumber(ARGV[5]), tonumber(ARGV[7]), tonumber(ARGV[8])
-if expired(ARGV[9]) then return -1 end
-local r = load(KEYS[1], R, b0)
-advance(r, b0)
+// counterGrantScript: KEYS = c, w, o; ARGV as counterCentralScript's.
+// Returns {granted, gen}, or {-1, 0, 0} past the deadline.
+var counterGrantScript = redis.NewScript(counterLib + counterQueryStart + `
 local g = math.max(math.min(n, limit - r.n - r.ot), 0)
 if g > 0 then
-  local e, applied, out = gateway(r, gw)
+  local e, applied, out = gateway(r, tonumber(gw))
   r.ot = r.ot + g
-  save(r, nowms, ttl, gw, e, applied, out + g)
+  finish(tonumber(gw), e, applied, out + g)
+else
+  finish()
 end
-return g
+return {g, r.gen}
 `)
 
-// counterKeys returns the Redis keys of a counted key: its record and
-// gateway gw's own record.
+// counterQueryStart begins the counter central check's and grant's
+// scripts: the deadline, the record (and the gateway's own record when the
+// query counts its own), the withdrawals; finish saves what changed, or
+// the record when it is new or its expiry is due to be pushed back.
+const counterQueryStart = `
+local b0, R, limit, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local nowms, bnow, gw, n = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
+if expired(ARGV[9]) then return {-1, 0, 0} end
+local id = tonumber(ARGV[11])
+local name
+if id > 0 then
+  name = centralName(gw, ARGV[12], id)
+  if call('HEXISTS', KEYS[2], 'x:' .. name) == 1 then return {-1, 0, 0} end
+end
+local r = load(KEYS[1], R, b0)
+advance(r, b0)
+local own
+if ARGV[10] == '1' or tonumber(ARGV[13]) > 0 then
+  own = load(KEYS[3], R, b0)
+  advance(own, b0)
+end
+local changed = false
+for i = 1, tonumber(ARGV[13]) do
+  local q = 13 + 3 * (i - 1)
+  withdraw(r, own, KEYS[2], gw, ARGV[12], tonumber(ARGV[q + 1]), tonumber(ARGV[q + 2]), tonumber(ARGV[q + 3]), ttl)
+  changed = true
+end
+local function finish(...)
+  if changed or select('#', ...) > 0 or r.new or nowms - r.renewed > ttl then save(r, nowms, ttl, ...) end
+  if own and changed then save(own, nowms, ttl) end
+end
+`
+
+// counterKeys returns the Redis keys of a counted key: its record, its
+// hash of central admits and gateway gw's own record.
 func (s *Store) counterKeys(name string, gw int) []string {
 	tag := s.prefix + "{" + name + "}"
-	return []string{tag + ":c", tag + ":o:" + strconv.Itoa(gw)}
+	return []string{tag + ":c", tag + ":w", tag + ":o:" + strconv.Itoa(gw)}
 }
 
 // ring is the size of a counted key's ring: every bucket that can count at
@@ -400,12 +484,12 @@ func counterShared(now int64, sp window.Spec, pu store.Push) []any {
 }
 
 // counterKeyArg packs one key's part of a counter sync: its limit, the
-// push's numbering and ask, and its admits as runs of one bucket and one
-// count.
+// push's numbering and ask, its admits as runs of one bucket and one count,
+// its withdrawals and its re-seed.
 func counterKeyArg(k store.Key, pu store.Push) string {
-	b := make([]byte, 0, 40+16*len(pu.Admits))
+	b := make([]byte, 0, 48+16*len(pu.Admits)+20*len(pu.Withdraw)+12*len(pu.Reseed))
 	b = binary.LittleEndian.AppendUint32(b, uint32(int32(k.Limit)))
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(pu.Seq)))
+	b = appendFloat(b, float64(pu.Seq))
 	b = fmt.Appendf(b, "%020d", pu.Epoch)
 	b = binary.LittleEndian.AppendUint32(b, uint32(int32(pu.Ask)))
 	at := len(b)
@@ -418,38 +502,55 @@ func counterKeyArg(k store.Key, pu store.Push) string {
 		for j < len(pu.Admits) && sp.Bucket(pu.Admits[j]) == bk && store.CountAt(pu.Counts, j) == c {
 			j++
 		}
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(bk)))
+		b = appendFloat(b, float64(bk))
 		b = binary.LittleEndian.AppendUint32(b, uint32(int32(j-i)))
 		b = binary.LittleEndian.AppendUint32(b, uint32(int32(c)))
 		groups++
 		i = j
 	}
 	binary.LittleEndian.PutUint32(b[at:], uint32(int32(groups)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(int32(len(pu.Withdraw))))
+	for _, w := range pu.Withdraw {
+		b = appendFloat(b, float64(w.ID))
+		b = appendFloat(b, float64(sp.Bucket(w.At)))
+		b = binary.LittleEndian.AppendUint32(b, uint32(int32(w.N)))
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(int32(len(pu.Reseed))))
+	for i, t := range pu.Reseed {
+		b = appendFloat(b, float64(sp.Bucket(t)))
+		b = binary.LittleEndian.AppendUint32(b, uint32(int32(store.CountAt(pu.ReseedCounts, i))))
+	}
 	return string(b)
 }
 
+// appendFloat appends f as Lua's struct.pack writes a "d".
+func appendFloat(b []byte, f float64) []byte {
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+}
+
 // counterPull reads one key's answer of the counter sync script (count,
-// own, granted, e, then e pairs of bucket and count) and returns the rest.
+// own, granted, outstanding, gen, e, then e pairs of bucket and count) and
+// returns the rest.
 func counterPull(vals []int64, sp window.Spec) (store.Pull, []int64, error) {
-	if len(vals) < 4 || len(vals) < 4+2*int(vals[3]) {
+	if len(vals) < pullFixed || len(vals) < pullFixed+2*int(vals[pullFixed-1]) {
 		return store.Pull{}, nil, fmt.Errorf("counter sync answered %v", vals)
 	}
-	pull := store.Pull{Count: int(vals[0]), Own: int(vals[1]), Granted: int(vals[2])}
-	m := int(vals[3])
+	pull := store.Pull{Count: int(vals[0]), Own: int(vals[1]), Granted: int(vals[2]), Outstanding: int(vals[3]), Gen: uint64(vals[4])}
+	m := int(vals[pullFixed-1])
 	if m > 0 {
 		pull.Expiring = make([]int64, m)
 		counts := make([]int, m)
 		heavy := false
 		for j := range m {
-			pull.Expiring[j] = sp.BucketStamp(vals[4+2*j])
-			counts[j] = int(vals[5+2*j])
+			pull.Expiring[j] = sp.BucketStamp(vals[pullFixed+2*j])
+			counts[j] = int(vals[pullFixed+1+2*j])
 			heavy = heavy || counts[j] > 1
 		}
 		if heavy {
 			pull.ExpiringCounts = counts
 		}
 	}
-	return pull, vals[4+2*m:], nil
+	return pull, vals[pullFixed+2*m:], nil
 }
 
 // askCounted is Ask for a counted key: the central check or a grant, after
@@ -463,10 +564,13 @@ func (s *Store) askCounted(ctx context.Context, now int64, k store.Key, gw int, 
 	if q.Own {
 		own = 1
 	}
-	args := append(counterHead(now, k, 0), gw, q.N, deadlineOf(ctx), own)
+	args := append(counterHead(now, k, 0), gw, q.N, deadlineOf(ctx), own, q.ID, fmt.Sprintf("%020d", q.Epoch), len(q.Withdraw))
+	for _, w := range q.Withdraw {
+		args = append(args, w.ID, k.Window.Bucket(w.At), w.N)
+	}
 	keys := s.counterKeys(k.Name, gw)
 	var c *redis.Cmd
-	if q.Carry != nil && len(q.Carry.Admits) > 0 {
+	if carries(q) {
 		pu := *q.Carry
 		pu.Ask, pu.Horizon = 0, 0
 		push := append(counterShared(now, k.Window, pu), counterKeyArg(k, pu))

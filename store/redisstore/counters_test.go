@@ -46,6 +46,10 @@ type gwState struct {
 	seq    uint64
 	stamps []int64
 	counts []int
+	// the last query's ID, and the withdrawals of queries whose answers
+	// were lost, sent with every push and query until acknowledged
+	id      uint64
+	pending []store.Withdrawal
 }
 
 func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint64, steps int) {
@@ -67,7 +71,7 @@ func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint6
 	now := storetest.T0
 	push := func(k, g int) store.Push {
 		s := &st[k][g]
-		return store.Push{Gateway: g, Admits: s.stamps, Counts: s.counts, Seq: s.seq, Epoch: s.epoch, WantOwn: true}
+		return store.Push{Gateway: g, Admits: s.stamps, Counts: s.counts, Seq: s.seq, Epoch: s.epoch, WantOwn: true, Withdraw: s.pending}
 	}
 	acked := func(k, g int) {
 		s := &st[k][g]
@@ -75,7 +79,7 @@ func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint6
 			return // the answer was lost: the next push repeats these admits
 		}
 		s.seq += uint64(len(s.stamps))
-		s.stamps, s.counts = nil, nil
+		s.stamps, s.counts, s.pending = nil, nil, nil
 	}
 	for step := range steps {
 		now += rng.Int64N(int64(700 * time.Millisecond))
@@ -121,9 +125,11 @@ func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint6
 				acked(i, g)
 			}
 		default: // a central check, perhaps carrying the push; or a grant
-			q := store.Query{Kind: store.QueryCentral, N: 1 + rng.IntN(3), Own: true}
+			s := &st[k][g]
+			s.id++
+			q := store.Query{Kind: store.QueryCentral, N: 1 + rng.IntN(3), Own: true, ID: s.id, Epoch: s.epoch, Withdraw: s.pending}
 			if op == 9 {
-				q = store.Query{Kind: store.QueryGrant, N: 1 + rng.IntN(5)}
+				q = store.Query{Kind: store.QueryGrant, N: 1 + rng.IntN(5), Epoch: s.epoch, Withdraw: s.pending}
 			}
 			carried := len(st[k][g].stamps) > 0 && rng.IntN(2) == 0 && op == 8
 			if carried {
@@ -138,11 +144,16 @@ func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint6
 			if err != nil {
 				t.Fatalf("%s: %v", where, err)
 			}
+			got.Gen, want.Gen = 0, 0 // memstore never forgets: its keys have no lives
 			if got != want {
 				t.Fatalf("%s: %+v answered %+v on redis, %+v on memstore", where, q, got, want)
 			}
+			s.pending = nil // the query took them
 			if carried {
 				acked(k, g)
+			}
+			if q.Kind == store.QueryCentral && rng.IntN(3) == 0 { // its answer was lost: withdraw it
+				s.pending = append(s.pending, store.Withdrawal{ID: q.ID, At: now, N: q.N})
 			}
 		}
 	}
@@ -150,7 +161,7 @@ func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint6
 
 // norm prints a pull with its expiring admits as stamp*count.
 func norm(p store.Pull) string {
-	s := fmt.Sprintf("count %d own %d granted %d expiring", p.Count, p.Own, p.Granted)
+	s := fmt.Sprintf("count %d own %d granted %d outstanding %d expiring", p.Count, p.Own, p.Granted, p.Outstanding)
 	for i, e := range p.Expiring {
 		s += fmt.Sprintf(" +%v*%d", time.Duration(e-storetest.T0), store.CountAt(p.ExpiringCounts, i))
 	}

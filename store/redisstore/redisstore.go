@@ -246,7 +246,7 @@ func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem)
 				if it.Key.Window.Counters() {
 					ks := s.counterKeys(it.Key.Name, it.Push.Gateway)
 					if !it.Push.WantOwn {
-						ks = ks[:1]
+						ks = ks[:2]
 					}
 					keys = append(keys, ks...)
 					args = append(args, counterKeyArg(it.Key, it.Push))
@@ -274,11 +274,11 @@ func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem)
 				}
 				continue
 			}
-			if len(vals) < 4 || len(vals) < 4+2*int(vals[3]) {
+			if len(vals) < pullFixed || len(vals) < pullFixed+2*int(vals[pullFixed-1]) {
 				return fmt.Errorf("redisstore: sync of %q answered %v", items[i].Key.Name, vals)
 			}
 			items[i].Pull = pullOf(vals)
-			vals = vals[4+2*int(vals[3]):]
+			vals = vals[pullFixed+2*int(vals[pullFixed-1]):]
 		}
 	}
 	return nil
@@ -295,21 +295,32 @@ func syncArgs(args []any, now int64, k store.Key, pu store.Push) []any {
 	if pu.WantOwn {
 		wantOwn = 1
 	}
-	args = append(args, us(now), pu.Gateway, pu.Seq, pu.Ask, until, wantOwn, len(pu.Admits), pu.Epoch, len(pu.Gone))
+	args = append(args, us(now), pu.Gateway, pu.Seq, pu.Ask, until, wantOwn, len(pu.Admits), pu.Epoch, len(pu.Gone),
+		len(pu.Withdraw), len(pu.Reseed), pu.ReseedID)
 	for _, g := range pu.Gone {
 		args = append(args, g)
 	}
 	for i, t := range pu.Admits {
 		args = append(args, us(t), store.CountAt(pu.Counts, i))
 	}
+	for _, w := range pu.Withdraw {
+		args = append(args, w.ID, w.N)
+	}
+	for i, t := range pu.Reseed {
+		args = append(args, us(t), store.CountAt(pu.ReseedCounts, i))
+	}
 	return args
 }
 
+// pullFixed is how many figures of one key's answer of a sync script come
+// before its expiring stamps: count, own, granted, outstanding, gen, m.
+const pullFixed = 6
+
 // pullOf reads one key's answer of the sync script: count, own, granted,
-// m, then m pairs of expiring stamp (µs) and count.
+// outstanding, gen, m, then m pairs of expiring stamp (µs) and count.
 func pullOf(vals []int64) store.Pull {
-	pull := store.Pull{Count: int(vals[0]), Own: int(vals[1]), Granted: int(vals[2])}
-	m := int(vals[3])
+	pull := store.Pull{Count: int(vals[0]), Own: int(vals[1]), Granted: int(vals[2]), Outstanding: int(vals[3]), Gen: uint64(vals[4])}
+	m := int(vals[5])
 	if m == 0 {
 		return pull
 	}
@@ -317,8 +328,8 @@ func pullOf(vals []int64) store.Pull {
 	counts := make([]int, m)
 	heavy := false
 	for j := 0; j < m; j++ {
-		pull.Expiring[j] = vals[4+2*j] * 1000
-		counts[j] = int(vals[5+2*j])
+		pull.Expiring[j] = vals[pullFixed+2*j] * 1000
+		counts[j] = int(vals[pullFixed+1+2*j])
 		heavy = heavy || counts[j] > 1
 	}
 	if heavy {
@@ -409,9 +420,12 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 	if err != nil {
 		return store.Answer{}, err
 	}
-	args := append(head(now, k, 0), us(now), gw, q.N, deadlineOf(ctx))
+	args := append(head(now, k, 0), us(now), gw, q.N, deadlineOf(ctx), q.ID, q.Epoch, len(q.Withdraw))
+	for _, w := range q.Withdraw {
+		args = append(args, w.ID, w.N)
+	}
 	var c *redis.Cmd
-	if q.Carry != nil && len(q.Carry.Admits) > 0 {
+	if carries(q) {
 		pu := *q.Carry
 		pu.Ask, pu.Horizon, pu.WantOwn = 0, 0, false
 		c = s.carried(ctx, s.Keys(k.Name), syncScript, syncArgs(nil, now, k, pu), sc, args)
@@ -419,6 +433,12 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 		c = run(ctx, s, sc, k.Name, args)
 	}
 	return answerOf(c, k, q)
+}
+
+// carries reports whether q carries a push that changes anything.
+func carries(q store.Query) bool {
+	c := q.Carry
+	return c != nil && (len(c.Admits) > 0 || len(c.Reseed) > 0)
 }
 
 // scriptFor is the script of a central check or a grant.
@@ -440,26 +460,28 @@ func deadlineOf(ctx context.Context) int64 {
 	return 0
 }
 
-// answerOf reads the answer of a central check or grant script.
+// answerOf reads the answer of a central check ({admitted, count, gen}) or
+// grant ({granted, gen}) script; a first figure of -1 means the call
+// reached Redis after its deadline, or was withdrawn, and changed nothing.
 func answerOf(c *redis.Cmd, k store.Key, q store.Query) (store.Answer, error) {
-	if q.Kind == store.QueryGrant {
-		g, err := c.Int64()
-		if err == nil && g < 0 {
-			err = errExpired
-		}
-		return store.Answer{Granted: int(g)}, err
-	}
 	vals, err := c.Int64Slice()
 	if err != nil {
 		return store.Answer{}, err
 	}
-	if len(vals) != 2 {
-		return store.Answer{}, fmt.Errorf("redisstore: central check of %q answered %v", k.Name, vals)
-	}
-	if vals[0] < 0 {
+	if len(vals) > 0 && vals[0] < 0 {
 		return store.Answer{}, errExpired
 	}
-	return store.Answer{Admit: vals[0] == 1, Count: int(vals[1])}, nil
+	want := 3
+	if q.Kind == store.QueryGrant {
+		want = 2
+	}
+	if len(vals) != want {
+		return store.Answer{}, fmt.Errorf("redisstore: %v of %q answered %v", q.Kind, k.Name, vals)
+	}
+	if q.Kind == store.QueryGrant {
+		return store.Answer{Granted: int(vals[0]), Gen: uint64(vals[1])}, nil
+	}
+	return store.Answer{Admit: vals[0] == 1, Count: int(vals[1]), Gen: uint64(vals[2])}, nil
 }
 
 // carried runs the sync script sync with arguments push for a carried

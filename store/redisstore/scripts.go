@@ -7,12 +7,16 @@ import "github.com/redis/go-redis/v9"
 //
 //	z  a sorted set: one member per admit still in the window, score = its
 //	   time in microseconds, member = "gw:epoch:seq" (pushed admits),
-//	   "gw:uN" (pushes without sequence numbers) or "gw:cN" (central
-//	   admits), unique per admit, with "*n" appended when the admit stands
-//	   for n > 1 requests (a request of cost n is one member)
+//	   "gw:uN" (pushes without sequence numbers), "gw:epoch:cID" (central
+//	   admits of a query that named itself), "gw:cN" (other central
+//	   admits) or "gw:epoch:rR:i" (re-seeded admits), unique per admit,
+//	   with "*n" appended when the admit stands for n > 1 requests (a
+//	   request of cost n is one member)
 //	h  a hash: "n" the requests z stands for, "o:gw" the lease slots gw
 //	   holds, "ot" their total, "c" a counter for members without sequence
-//	   numbers
+//	   numbers, "g" the key's life (Pull.Gen: Redis's clock in µs when
+//	   the hash was made), and "x:gw:epoch:cID" for each withdrawn central
+//	   admit that had not reached the log (it never may)
 //
 // A retried push adds the same members again, which changes nothing: that is
 // what makes syncs idempotent here (memstore keeps sequence numbers instead).
@@ -26,8 +30,11 @@ import "github.com/redis/go-redis/v9"
 // clocks of the gateways and Redis agree to well within the store timeout
 // (NTP), as the windows already do.
 //
-// Both expire ttl ms after the last write, so a key nobody uses leaves
-// nothing behind, and a crashed gateway's lease slots are freed. Times are
+// Both expire ttl ms after the last call that read or wrote them (ttl is
+// more than the window), so a key nobody uses leaves nothing behind, a
+// crashed gateway's lease slots are freed, and a key a gateway heard of
+// less than a window ago is never made anew unless Redis lost it: that is
+// what lets a gateway tell, by "g", that Redis forgot a window. Times are
 // passed on as the strings they came in: Lua prints big numbers to 14 digits.
 
 // lib holds the helpers every script uses.
@@ -77,6 +84,27 @@ local function touch(z, h, ttl)
   redis.call('PEXPIRE', z, ttl)
   redis.call('PEXPIRE', h, ttl)
 end
+-- gen returns the key's life, making one (Redis's clock in µs) when the
+-- hash has none: a new key, or one Redis lost.
+local function gen(h)
+  local g = redis.call('HGET', h, 'g')
+  if g then return tonumber(g) end
+  local t = redis.call('TIME')
+  g = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  redis.call('HSET', h, 'g', g)
+  return g
+end
+-- withdraw takes back central admit base (of w requests) if z logged it,
+-- or bars it from z for good.
+local function withdraw(z, h, base, w)
+  local m = member(base, w)
+  if redis.call('ZSCORE', z, m) then
+    redis.call('ZREM', z, m)
+    redis.call('HINCRBY', h, 'n', -w)
+  else
+    redis.call('HSET', h, 'x:' .. base, 1)
+  end
+end
 local function outstanding(h)
   return tonumber(redis.call('HGET', h, 'ot') or '0')
 end
@@ -100,9 +128,11 @@ end
 // syncScript syncs any number of keys (of one slot, on a Cluster). KEYS are
 // z1, h1, z2, h2, ...; ARGV holds, for each key in turn: lo, limit, ttl,
 // now, gw, seq, ask, until (0: no expiring stamps wanted), want own (0 or
-// 1), n, epoch, g, then g gone gateways (whose lease slots are settled),
-// then n pairs of stamp (µs) and count. It returns, for each
-// key: count, own (0 unless wanted), granted, m, then m pairs of expiring
+// 1), n, epoch, g, w, r, rid; then g gone gateways (whose lease slots are
+// settled), n pairs of stamp (µs) and count (the admits), w pairs of query
+// ID and count (the withdrawals, applied first) and r pairs of stamp and
+// count (a re-seed, numbered rid). It returns, for each key: count, own (0
+// unless wanted), granted, outstanding, gen, m, then m pairs of expiring
 // stamp and count.
 var syncScript = redis.NewScript(lib + `
 local res = {}
@@ -114,29 +144,47 @@ for k = 1, #KEYS, 2 do
   local gw, seq, ask = ARGV[p + 5], tonumber(ARGV[p + 6]), tonumber(ARGV[p + 7])
   local untl_s = ARGV[p + 8]
   local wantOwn = ARGV[p + 9] == '1'
-  local n = tonumber(ARGV[p + 10])
-  local g = tonumber(ARGV[p + 12])
+  local n, epoch = tonumber(ARGV[p + 10]), ARGV[p + 11]
+  local g, nw, nr = tonumber(ARGV[p + 12]), tonumber(ARGV[p + 13]), tonumber(ARGV[p + 14])
+  local rid = ARGV[p + 15]
+  local life = gen(h)
   for i = 1, g do
-    local d = ARGV[p + 12 + i]
+    local d = ARGV[p + 15 + i]
     local o = tonumber(redis.call('HGET', h, 'o:' .. d) or '0')
     if o ~= 0 and d ~= gw then
       redis.call('HSET', h, 'o:' .. d, 0)
       redis.call('HINCRBY', h, 'ot', -o)
     end
   end
-  local q = p + g + 1
+  local q = p + 15 + g
   trim(z, h, lo_s)
+  for i = 1, nw do
+    local at = q + 2 * n + 2 * i
+    withdraw(z, h, gw .. ':' .. epoch .. ':c' .. ARGV[at - 1], tonumber(ARGV[at]))
+  end
   if n > 0 then
-    local base, tag = seq, ARGV[p + 11] .. ':'
+    local base, tag = seq, epoch .. ':'
     if seq <= 0 then
       base, tag = redis.call('HINCRBY', h, 'c', n) - n + 1, 'u'
     end
     local ss, ms = {}, {}
     for i = 1, n do
-      local ts = ARGV[q + 10 + 2 * i]
+      local ts = ARGV[q + 2 * i - 1]
       if tonumber(ts) >= lo then
         ss[#ss + 1] = ts
-        ms[#ms + 1] = member(gw .. ':' .. tag .. (base + i - 1), tonumber(ARGV[q + 11 + 2 * i]))
+        ms[#ms + 1] = member(gw .. ':' .. tag .. (base + i - 1), tonumber(ARGV[q + 2 * i]))
+      end
+    end
+    add(z, h, ss, ms)
+  end
+  if nr > 0 then
+    local ss, ms = {}, {}
+    local r0 = q + 2 * n + 2 * nw
+    for i = 1, nr do
+      local ts = ARGV[r0 + 2 * i - 1]
+      if tonumber(ts) >= lo then
+        ss[#ss + 1] = ts
+        ms[#ms + 1] = member(gw .. ':' .. epoch .. ':r' .. rid .. ':' .. i, tonumber(ARGV[r0 + 2 * i]))
       end
     end
     add(z, h, ss, ms)
@@ -159,6 +207,8 @@ for k = 1, #KEYS, 2 do
   res[#res + 1] = c
   res[#res + 1] = own
   res[#res + 1] = granted
+  res[#res + 1] = outstanding(h)
+  res[#res + 1] = life
   if tonumber(untl_s) > 0 then
     local e = redis.call('ZRANGE', z, lo_s, '(' .. untl_s, 'BYSCORE', 'WITHSCORES')
     res[#res + 1] = #e / 2
@@ -170,37 +220,53 @@ for k = 1, #KEYS, 2 do
     res[#res + 1] = 0
   end
   touch(z, h, ttl)
-  p = p + 12 + g + 2 * n
+  p = p + 15 + g + 2 * n + 2 * nw + 2 * nr
 end
 return res
 `)
 
-// centralScript: KEYS = z, h; ARGV = lo, limit, ttl, now, gw, n, deadline.
-// Returns {admitted, count}, or {-1, 0} past the deadline.
-var centralScript = redis.NewScript(lib + `
-local z, h = KEYS[1], KEYS[2]
-local limit, ttl, now, gw, n = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6])
-if expired(ARGV[7]) then return {-1, 0} end
-trim(z, h, ARGV[1])
+// centralScript: KEYS = z, h; ARGV = lo, limit, ttl, now, gw, n, deadline,
+// id, epoch, w, then w pairs of query ID and count (withdrawals of the
+// gateway's earlier queries, applied first). Returns {admitted, count,
+// gen}, or {-1, 0, 0} past the deadline or for a withdrawn query. A query
+// with an ID logs its admit as "gw:epoch:cID", which a withdrawal can name;
+// the others as "gw:cN".
+var centralScript = redis.NewScript(lib + queryStart + `
 local c = count(h)
+local life = gen(h)
+touch(z, h, ttl)
 if c + outstanding(h) + n > limit then
-  return {0, c}
+  return {0, c, life}
 end
 if n > 0 then
-  local id = redis.call('HINCRBY', h, 'c', 1)
-  add(z, h, {now}, {member(gw .. ':c' .. id, n)})
+  if not base then base = gw .. ':c' .. redis.call('HINCRBY', h, 'c', 1) end
+  add(z, h, {now}, {member(base, n)})
 end
-touch(z, h, ttl)
-return {1, c + n}
+return {1, c + n, life}
 `)
 
-// grantScript: KEYS = z, h; ARGV = lo, limit, ttl, now, gw, n, deadline.
-// Returns the slots granted, or -1 past the deadline.
-var grantScript = redis.NewScript(lib + `
-local z, h = KEYS[1], KEYS[2]
-if expired(ARGV[7]) then return -1 end
-trim(z, h, ARGV[1])
-local g = grant(h, tonumber(ARGV[2]), ARGV[5], tonumber(ARGV[6]), count(h))
-touch(z, h, tonumber(ARGV[3]))
-return g
+// grantScript: KEYS = z, h; ARGV as centralScript's. Returns {granted,
+// gen}, or {-1, 0, 0} past the deadline.
+var grantScript = redis.NewScript(lib + queryStart + `
+local life = gen(h)
+local g = grant(h, limit, gw, n, count(h))
+touch(z, h, ttl)
+return {g, life}
 `)
+
+// queryStart begins the central check's and the grant's scripts: the
+// deadline, the withdrawals and the window.
+const queryStart = `
+local z, h = KEYS[1], KEYS[2]
+local limit, ttl, now, gw, n = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6])
+if expired(ARGV[7]) then return {-1, 0, 0} end
+trim(z, h, ARGV[1])
+for i = 1, tonumber(ARGV[10]) do
+  withdraw(z, h, gw .. ':' .. ARGV[9] .. ':c' .. ARGV[9 + 2 * i], tonumber(ARGV[10 + 2 * i]))
+end
+local base
+if tonumber(ARGV[8]) > 0 then
+  base = gw .. ':' .. ARGV[9] .. ':c' .. ARGV[8]
+  if redis.call('HEXISTS', h, 'x:' .. base) == 1 then return {-1, 0, 0} end
+end
+`

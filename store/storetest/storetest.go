@@ -284,6 +284,80 @@ var contract = []struct {
 			t.Fatalf("refused central carrying 1: %+v (%v), want refused at count 2", a, err)
 		}
 	}},
+	{"a withdrawn central admit is taken back", func(t *testing.T, b store.Backend) {
+		for _, spec := range []window.Spec{sliding, {Size: 10 * time.Second, Buckets: 10}} {
+			k := key(t, 10, spec)
+			k.Name += "/" + spec.String()
+			// gateway 0 pushes one admit at +100ms, then its central check
+			// of 2 at +100ms (id 1) is logged but its answer never comes
+			sync1(t, b, at(100), k, store.Push{Gateway: 0, Epoch: 7, Admits: []int64{at(100)}, Seq: 1})
+			a, err := b.Ask(ctx, at(100), k, 0, store.Query{Kind: store.QueryCentral, N: 2, ID: 1, Epoch: 7})
+			if err != nil || !a.Admit || a.Count != 3 {
+				t.Fatalf("%v: central check: %+v (%v), want admitted at 3", spec, a, err)
+			}
+			w := []store.Withdrawal{{ID: 1, At: at(100), N: 2}}
+			p := sync1(t, b, at(200), k, store.Push{Gateway: 0, Epoch: 7, Withdraw: w})
+			if p.Count != 1 {
+				t.Fatalf("%v: count %d after the withdrawal, want 1: the pushed admit alone", spec, p.Count)
+			}
+			// withdrawing it again (a retried push) changes nothing
+			if p = sync1(t, b, at(300), k, store.Push{Gateway: 0, Epoch: 7, Withdraw: w}); p.Count != 1 {
+				t.Fatalf("%v: count %d after the withdrawal's retry, want 1", spec, p.Count)
+			}
+		}
+	}},
+	{"a withdrawn query never lands", func(t *testing.T, b store.Backend) {
+		for _, spec := range []window.Spec{sliding, {Size: 10 * time.Second, Buckets: 10}} {
+			k := key(t, 10, spec)
+			k.Name += "/" + spec.String()
+			// the withdrawal of query 5 reaches the store before the query
+			sync1(t, b, at(100), k, store.Push{Gateway: 1, Epoch: 3, Withdraw: []store.Withdrawal{{ID: 5, At: at(90), N: 1}}})
+			if a, err := b.Ask(ctx, at(90), k, 1, store.Query{Kind: store.QueryCentral, N: 1, ID: 5, Epoch: 3}); err == nil {
+				t.Fatalf("%v: a withdrawn query answered %+v, want an error: it must change nothing", spec, a)
+			}
+			if p := sync1(t, b, at(110), k, store.Push{Gateway: 1, Epoch: 3}); p.Count != 0 {
+				t.Fatalf("%v: count %d after a withdrawn query, want 0", spec, p.Count)
+			}
+			// a later query of the gateway, or another's, is decided
+			if a, err := b.Ask(ctx, at(120), k, 1, store.Query{Kind: store.QueryCentral, N: 1, ID: 6, Epoch: 3}); err != nil || !a.Admit || a.Count != 1 {
+				t.Fatalf("%v: the next query: %+v (%v), want admitted at 1", spec, a, err)
+			}
+			if ok, _, err := central(b, at(130), k, 2, 1); err != nil || !ok {
+				t.Fatalf("%v: another gateway's check refused (%v)", spec, err)
+			}
+		}
+	}},
+	{"a re-seed counts", func(t *testing.T, b store.Backend) {
+		for _, spec := range []window.Spec{sliding, {Size: 10 * time.Second, Buckets: 10}} {
+			k := key(t, 100, spec)
+			k.Name += "/" + spec.String()
+			push := store.Push{Gateway: 2, Epoch: 4, Admits: []int64{at(9000)}, Seq: 1,
+				Reseed: []int64{at(500), at(3000), at(8000)}, ReseedCounts: []int{2, 3, 1}, ReseedID: 1}
+			if p := sync1(t, b, at(9000), k, push); p.Count != 7 {
+				t.Fatalf("%v: count %d after a re-seed of 6 and an admit, want 7", spec, p.Count)
+			}
+			// at +11.1 s the re-seeded admits of +0.5 s have left, counted to
+			// the end of their bucket or not
+			if p := sync1(t, b, at(11100), k, store.Push{Gateway: 2, Epoch: 4}); p.Count != 5 {
+				t.Fatalf("%v: count %d after the first re-seeded admits left, want 5", spec, p.Count)
+			}
+		}
+	}},
+	{"outstanding slots and the key's life", func(t *testing.T, b store.Backend) {
+		k := key(t, 10, sliding)
+		p := sync1(t, b, at(0), k, store.Push{Gateway: 0, Ask: 4})
+		if p.Granted != 4 || p.Outstanding != 4 {
+			t.Fatalf("granted %d outstanding %d, want 4 and 4", p.Granted, p.Outstanding)
+		}
+		q := sync1(t, b, at(10), k, store.Push{Gateway: 1, Ask: 3})
+		if q.Granted != 3 || q.Outstanding != 7 {
+			t.Fatalf("granted %d outstanding %d, want 3 and 7", q.Granted, q.Outstanding)
+		}
+		a, err := b.Ask(ctx, at(20), k, 2, store.Query{Kind: store.QueryCentral, N: 1})
+		if err != nil || q.Gen != p.Gen || a.Gen != p.Gen {
+			t.Fatalf("the key's life changed while it was in use: %d, %d, %d (%v)", p.Gen, q.Gen, a.Gen, err)
+		}
+	}},
 	{"keys are apart", func(t *testing.T, b store.Backend) {
 		a, c := key(t, 1, sliding), key(t, 1, sliding)
 		c.Name += "/other"
