@@ -2,7 +2,6 @@ package design
 
 import (
 	"github.com/fleetlimit/fleetlimit/store"
-	"github.com/fleetlimit/fleetlimit/window"
 )
 
 func init() {
@@ -14,58 +13,78 @@ func init() {
 	})
 }
 
-// centralLog decides nothing: the store decides every request. It keeps the
-// count of the store's last answer; for the fallback, its admits the store
-// logged (up to the quota) and, in its local record, the fallback's own,
-// which its syncs push.
+// centralLog decides nothing: the store decides every request. For its
+// view and its fallback it keeps the count of the store's last answer (or
+// pull), and in its local record the fallback's own admits, which its syncs
+// push.
 type centralLog struct {
-	limit, gw int
-	count     int
-	central   *window.Log // admits the store logged, newest up to the quota
-	local     local
+	cfg   Config
+	view  storeView
+	local local
 }
 
 func newCentralLog(c Config) Gateway {
-	l := newLocal(c)
-	return &centralLog{limit: c.Limit, gw: c.Gateway, local: l, central: window.New(c.Window, l.quota)}
+	return &centralLog{cfg: c, local: newLocal(c)}
 }
 
 func (c *centralLog) Decide(now int64, n int) (Verdict, store.Query) {
-	return Ask, store.Query{Kind: store.QueryCentral, N: n}
+	q := store.Query{Kind: store.QueryCentral, N: n}
+	c.local.query(&q)
+	return Ask, q
 }
 
 func (c *centralLog) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
-	c.count = a.Count
+	forgot, old := c.local.answered(now, q, a), 0
+	lo := c.cfg.Window.Lo(now)
+	if forgot {
+		old = c.view.known(lo)
+	}
+	c.view.rebase(now, lo, a.Count)
+	c.view.forgot(old)
 	if a.Admit {
-		c.central.Add(now, n)
+		c.local.remember(now, n)
 		return Admit
 	}
 	return Reject
 }
 
-// Fallback is the local quota over both the store's admits of this gateway
-// and the fallback's own.
+// Fallback is the remembering rule over the store's last count and the
+// fallback's admits not yet pushed.
 func (c *centralLog) Fallback(now int64, n int) Verdict {
-	if c.central.Count(now)+c.local.count(now)+n > c.local.quota {
+	known, own := c.view.remembered(c.cfg.Window.Lo(now)), c.local.sinceSyncCount(now)
+	if !remembered(&c.cfg, known, own, n) {
 		return Reject
 	}
 	c.local.add(now, n)
 	return Admit
 }
 
+// Abandon withdraws the central check and falls back.
+func (c *centralLog) Abandon(now int64, n int, q store.Query, fallback bool) Verdict {
+	return abandon(c, &c.local, now, n, q, fallback)
+}
+
+// SyncPush pushes the fallback's admits, withdrawals and re-seed, and asks
+// which stamps leave the window soon, for the fallback's view.
 func (c *centralLog) SyncPush(now int64, p *store.Push) {
-	*p = store.Push{Gateway: c.gw}
+	*p = store.Push{Gateway: c.cfg.Gateway, Horizon: HorizonSyncs * int64(c.cfg.Sync)}
 	c.local.push(p)
 }
 
 func (c *centralLog) SyncPull(now int64, p *store.Pull) {
+	forgot, old := c.local.pulled(now, p), 0
+	if forgot {
+		old = c.view.known(c.cfg.Window.Lo(now))
+	}
+	c.view.pulled(now, p)
+	c.view.forgot(old)
 	c.local.settle()
-	c.count = p.Count
 }
 
 func (c *centralLog) Held() int { return 0 }
 
-// QuietSyncs: central-log's syncs only push the fallback's admits.
+// QuietSyncs: central-log's syncs only push the fallback's admits (and
+// withdrawals, and a re-seed).
 func (c *centralLog) QuietSyncs() int { return c.local.quietSyncs() }
 
 // Skip does nothing: central-log keeps no sync state.
@@ -74,13 +93,12 @@ func (c *centralLog) Skip(n int) {}
 // PullsView is false: decisions come from the store, not from a pull.
 func (c *centralLog) PullsView() bool { return false }
 
-// View returns what the store's last answer left; when budget frees, only
-// the store knows. The fallback's view counts both records.
+// View returns what the store's last word left; when budget frees, only
+// the store knows. The fallback's view is the remembering rule's.
 func (c *centralLog) View(now int64, fallback bool) (int, int64) {
+	lo := c.cfg.Window.Lo(now)
 	if !fallback {
-		return max(c.limit-c.count, 0), 0
+		return max(c.cfg.Limit-c.view.known(lo), 0), 0
 	}
-	used := c.central.Count(now)
-	oldest, ok := c.central.Oldest()
-	return c.local.view(now, used, oldest, ok)
+	return fallbackView(&c.cfg, &c.view, &c.local, now, c.view.remembered(lo), c.local.sinceSyncCount(now))
 }

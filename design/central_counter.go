@@ -22,9 +22,10 @@ func init() {
 // when the counter is then at most the limit. A rejected request still
 // counts, as in envoyproxy/ratelimit, so that a fleet of both shares one
 // count; a request of cost 0 only reads the counter. Its fallback is the
-// local quota over its own fallback admits, which it never pushes: the
-// store's counter has no place for them.
+// remembering rule over the counter's last answer and its own fallback
+// admits, which it never pushes: the store's counter has no place for them.
 type centralCounter struct {
+	cfg    Config
 	limit  int
 	spec   window.Spec
 	count  int // the counter at the last answer
@@ -36,7 +37,7 @@ type centralCounter struct {
 func newCentralCounter(c Config) Gateway {
 	quota := (c.Limit + c.Gateways - 1) / c.Gateways
 	spec := window.Spec{Size: c.Window.Size, Kind: window.Fixed}
-	return &centralCounter{limit: c.Limit, spec: spec, quota: quota, backup: window.New(spec, quota)}
+	return &centralCounter{cfg: c, limit: c.Limit, spec: spec, quota: quota, backup: window.New(spec, quota)}
 }
 
 // Decide asks the store to add n (n = 0: to read the counter).
@@ -54,13 +55,31 @@ func (c *centralCounter) Resume(now int64, n int, q store.Query, a store.Answer)
 	return Reject
 }
 
-// Fallback is the local quota over the fallback's own admits.
+// Fallback is the remembering rule over the counter's last answer, in its
+// window, and the fallback's own admits.
 func (c *centralCounter) Fallback(now int64, n int) Verdict {
-	if c.backup.Count(now)+n > c.quota {
+	if !remembered(&c.cfg, c.known(now), c.backup.Count(now), n) {
 		return Reject
 	}
 	c.backup.Add(now, n)
 	return Admit
+}
+
+// known is the counter as last answered, if that was in now's window.
+func (c *centralCounter) known(now int64) int {
+	if c.at == 0 || c.spec.Lo(c.at) != c.spec.Lo(now) {
+		return 0
+	}
+	return c.count
+}
+
+// Abandon falls back: the counter counts every request, so nothing is to
+// be taken back.
+func (c *centralCounter) Abandon(now int64, n int, q store.Query, fallback bool) Verdict {
+	if !fallback {
+		return Reject
+	}
+	return c.Fallback(now, n)
 }
 
 // SyncPush pushes nothing: the counter is the store's alone.
@@ -85,7 +104,7 @@ func (c *centralCounter) PullsView() bool { return false }
 func (c *centralCounter) View(now int64, fallback bool) (int, int64) {
 	end := c.spec.Lo(now) + int64(c.spec.Size)
 	if fallback {
-		return max(c.quota-c.backup.Count(now), 0), end
+		return rememberedLeft(&c.cfg, c.known(now), c.backup.Count(now)), end
 	}
 	if c.spec.Lo(c.at) != c.spec.Lo(now) {
 		return c.limit, end

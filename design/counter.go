@@ -107,8 +107,20 @@ func (c *counter) RefusesUntil(now int64) int64 {
 
 func (c *counter) Resume(now int64, n int, q store.Query, a store.Answer) Verdict { return Reject }
 
+// Fallback is the remembering rule over the view and the admits since the
+// last sync.
 func (c *counter) Fallback(now int64, n int) Verdict {
-	return c.local.allow(now, n)
+	known, own := c.view.remembered(c.cfg.Window.Lo(now)), c.own(now)
+	if !remembered(&c.cfg, known, own, n) {
+		return Reject
+	}
+	c.local.add(now, n)
+	return Admit
+}
+
+// Abandon: the counter designs never ask the store.
+func (c *counter) Abandon(now int64, n int, q store.Query, fallback bool) Verdict {
+	return abandon(c, &c.local, now, n, q, fallback)
 }
 
 func (c *counter) SyncPush(now int64, p *store.Push) {
@@ -121,7 +133,12 @@ func (c *counter) SyncPush(now int64, p *store.Push) {
 }
 
 func (c *counter) SyncPull(now int64, p *store.Pull) {
-	c.view.pulled(p)
+	forgot, old := c.local.pulled(now, p), 0
+	if forgot {
+		old = c.view.known(c.cfg.Window.Lo(now))
+	}
+	c.view.pulled(now, p)
+	c.view.forgot(old)
 	c.local.settle()
 	if c.mode == modeTrackShare {
 		if p.Count == 0 {
@@ -149,7 +166,7 @@ func (c *counter) PullsView() bool { return true }
 // fallback set it is the local quota's view.
 func (c *counter) View(now int64, fallback bool) (int, int64) {
 	if fallback {
-		return c.local.quotaView(now)
+		return fallbackView(&c.cfg, &c.view, &c.local, now, c.view.remembered(c.cfg.Window.Lo(now)), c.own(now))
 	}
 	known, own := c.known(c.cfg.Window.Lo(now)), c.own(now)
 	left := c.cfg.Limit - known

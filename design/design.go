@@ -61,10 +61,18 @@ type Gateway interface {
 	// Resume finishes a decision that asked the store.
 	Resume(now int64, n int, q store.Query, a store.Answer) Verdict
 	// Fallback decides a request of cost n alone, while the store cannot
-	// be reached: admit while this gateway's own admits in the window
-	// would be at most ceil(L/K). Its admits reach the store at the next
-	// sync.
+	// be reached, from the last count the store reported (aged, and none
+	// once a window has passed since) and this gateway's admits since:
+	// admit while every gateway admitting as many would keep the window
+	// within L (docs/design.md, "The live limiter"). Its admits reach the
+	// store at the next sync.
 	Fallback(now int64, n int) Verdict
+	// Abandon ends a decision whose Query's answer never came back (the
+	// call timed out or failed): the gateway takes back, at its next
+	// contact with the store, whatever the query may have done there (a
+	// central admit is withdrawn), and decides the request by Fallback
+	// when fallback is set, or rejects it.
+	Abandon(now int64, n int, q store.Query, fallback bool) Verdict
 	// SyncPush starts a sync: it sets p, every field, to what this
 	// gateway sends the store.
 	SyncPush(now int64, p *store.Push)
@@ -96,6 +104,13 @@ type Config struct {
 	// store.Push.Epoch); larger for every new life. The simulator, whose
 	// gateways live once, leaves it 0.
 	Epoch uint64
+	// Reseed keeps a history of this gateway's admits of the key that the
+	// store acknowledged, in HistoryBuckets counters of the window (about
+	// 100 bytes a key), so that when the store turns out to have lost the
+	// key (store.Pull.Gen changed less than a window after the last
+	// answer) the gateway pushes them again (store.Push.Reseed). The live
+	// limiter sets it.
+	Reseed bool
 }
 
 // Validate reports the first thing wrong with c.
@@ -295,6 +310,44 @@ type QuietWhenFull interface {
 
 // Forever is QuietSyncs' answer when no upcoming sync matters.
 const Forever = int(^uint(0) >> 1)
+
+// Forgetful is implemented by designs that tell, from the key's life in the
+// store's answers (store.Pull.Gen), that the store lost the key less than a
+// window after it last answered, and then push their own admits of the
+// window again (with Config.Reseed): a driver reads it to log and count.
+type Forgetful interface {
+	// Forgotten returns how many times the store was found to have
+	// forgotten the key.
+	Forgotten() int
+}
+
+// Forgotten counts the store's losses of the key (Forgetful).
+func (s *split) Forgotten() int { return s.local.forgot }
+
+// Forgotten counts the store's losses of the key (Forgetful).
+func (c *counter) Forgotten() int { return c.local.forgot }
+
+// Forgotten counts the store's losses of the key (Forgetful).
+func (h *headroom) Forgotten() int { return h.local.forgot }
+
+// Forgotten counts the store's losses of the key (Forgetful).
+func (l *lease) Forgotten() int { return l.local.forgot }
+
+// Forgotten counts the store's losses of the key (Forgetful).
+func (c *centralLog) Forgotten() int { return c.local.forgot }
+
+// Primer is implemented by designs whose rule counts this gateway's own
+// admits in the window from their own record (split): a driver that makes
+// a key's state anew (after an eviction) and syncs it before its first
+// decision tells it how many of the window's admits are its own
+// (store.Pull.Own), which it then counts as admitted at now, as long as
+// they could count.
+type Primer interface {
+	Prime(now int64, own int)
+}
+
+// Prime counts own admits of an earlier life of the key (Primer).
+func (s *split) Prime(now int64, own int) { s.local.restore(now, own) }
 
 // Heir is a Gateway that can take over the local quota's history of an
 // earlier Gateway of the same design for the same key, made under another

@@ -1,6 +1,7 @@
 package design_test
 
 import (
+	"sort"
 	"testing"
 	"time"
 
@@ -10,67 +11,146 @@ import (
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
-// Every design's Fallback is the local quota: ceil(L/K) of this gateway's
-// own admits in the window, counting the admits it made before the store
-// went away (by its rule or by the store) and the fallback's own, which
-// reach the store at the next sync and are pushed once.
-func TestFallbackIsTheLocalQuota(t *testing.T) {
+// fallbackDesigns are the designs whose fallback remembers the store's
+// count: every one but split, whose rule is its own fallback.
+var fallbackDesigns = []string{"central-log", "shared-counter", "extrapolate", "track-share", "headroom"}
+
+// Every design's Fallback starts from the count the store last reported:
+// with 20 of L = 40 counted and K = 4, a gateway admits ceil(20/4) = 5 on
+// its own, not a fresh quota of 10; once a whole window has passed without
+// the store, the store's old count has left and it admits its quota of 10
+// a window. Its admits reach the store at the next sync, once.
+func TestFallbackRemembersTheCount(t *testing.T) {
 	const sec = int64(time.Second)
-	for _, name := range design.StudyDesigns {
+	for _, name := range fallbackDesigns {
 		t.Run(name, func(t *testing.T) {
 			spec := window.Spec{Size: 10 * time.Second}
 			key := memstore.NewKey(40, spec)
+			// gateway 0 of another design admitted 19 at 0.5 s
+			key.Sync(sec/2, store.Push{Gateway: 0, Admits: []int64{sec / 2}, Counts: []int{19}, Seq: 1})
 			g, err := design.New(name, design.Config{Limit: 40, Window: spec, Gateways: 4, Gateway: 1, Sync: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
-			sync := func(at int64) { design.Sync(g, at, key.SyncTo) }
-			before := 0 // admits by the design's own rule
-			decide := func(at int64) {
-				v, q := g.Decide(at, 1)
-				if v == design.Ask {
-					v = g.Resume(at, 1, q, key.Answer(at, 1, q))
-				}
-				if v == design.Admit {
-					before++
-				}
+			// one request by the design's own rule at 1 s, then a sync at
+			// 2 s: the gateway's view is the store's 20
+			v, q := g.Decide(sec, 1)
+			if v == design.Ask {
+				v = g.Resume(sec, 1, q, key.Answer(sec, 1, q))
 			}
-			if name == "lease" || name == "lease-ask" { // let the lease see arrivals and get slots
-				for i := 0; i < 8; i++ {
-					decide(0)
-				}
-				sync(sec / 2)
+			if v != design.Admit {
+				t.Fatalf("the first request: %v", v)
 			}
-			// Three requests by the design's own rule, at 1 s, synced at 2 s.
-			for i := 0; i < 3; i++ {
-				decide(sec)
-			}
-			sync(2 * sec)
-			inStore := key.Count(2 * sec)
-			// The store is gone: the quota ceil(40/4) = 10 less what is used.
+			design.Sync(g, 2*sec, key.SyncTo)
 			fell := 0
-			for i := 0; i < 20; i++ {
+			for range 20 {
 				if g.Fallback(3*sec, 1) == design.Admit {
 					fell++
 				}
 			}
-			if before == 0 || fell != max(10-before, 0) {
-				t.Fatalf("admitted %d by the rule and %d by the fallback: want the fallback to fill the quota of 10", before, fell)
+			if fell != 5 {
+				t.Fatalf("the fallback admitted %d with 20 of 40 counted at K = 4, want ceil(20/4) = 5", fell)
 			}
 			if left, _ := g.View(3*sec, true); left != 0 {
-				t.Fatalf("fallback view says %d left, want 0", left)
+				t.Fatalf("the fallback's view says %d left, want 0", left)
 			}
-			// Once the first admits have left the window, the quota frees them.
-			if g.Fallback(11*sec+1, 1) != design.Admit {
-				t.Fatal("the quota did not free the admits that left the window")
+			// a window after the last word from the store, only its own
+			// admits of the last window count: the quota, ceil(40/4)
+			fell = 0
+			for range 20 {
+				if g.Fallback(13*sec+1, 1) == design.Admit {
+					fell++
+				}
 			}
-			sync(12 * sec)
-			sync(12*sec + 1)
-			if got, want := key.Count(12*sec+1), fell+1; got != want {
-				t.Fatalf("store holds %d admits in the window at 12s, want the fallback's %d (pushed once; %d were there before)", got, want, inStore)
+			if fell != 10 {
+				t.Fatalf("a window on, the fallback admitted %d, want the quota of 10", fell)
+			}
+			design.Sync(g, 14*sec, key.SyncTo)
+			design.Sync(g, 14*sec+1, key.SyncTo)
+			if got := key.Count(14*sec + 1); got != 10 {
+				t.Fatalf("the store holds %d admits at 14 s, want the fallback's 10 of 13 s, pushed once", got)
 			}
 		})
 	}
+}
+
+// A fleet whose gateways all heard the store's count just before it went
+// away never admits, while every gateway falls back, more than the room the
+// store had left, plus the rounding, K − 1: a window that ends during the
+// outage holds at most max(L, its admits from before) + K − 1, under a
+// flood at every gateway for two windows, for every design. (The old
+// fallback, a fresh quota of ceil(L/K) a gateway, let up to
+// (K − 1) ceil(L/K) more through.)
+func TestFallbackFleetBound(t *testing.T) {
+	const (
+		limit = 100
+		k     = 4
+	)
+	ms := int64(time.Millisecond)
+	spec := window.Spec{Size: 10 * time.Second}
+	for _, name := range append(design.StudyDesigns, design.OwnDesigns...) {
+		t.Run(name, func(t *testing.T) {
+			key := memstore.NewKey(limit, spec)
+			gws := make([]design.Gateway, k)
+			for i := range gws {
+				gws[i], _ = design.New(name, design.Config{Limit: limit, Window: spec, Gateways: k, Gateway: i, Sync: time.Second})
+			}
+			var admits []int64
+			decide := func(now int64, i int, down bool) {
+				g := gws[i]
+				var v design.Verdict
+				if down {
+					v = g.Fallback(now, 1)
+				} else {
+					var q store.Query
+					if v, q = g.Decide(now, 1); v == design.Ask {
+						v = g.Resume(now, 1, q, key.Answer(now, i, q))
+					}
+				}
+				if v == design.Admit {
+					admits = append(admits, now)
+				}
+			}
+			// 6 s of a flood with the store up, syncing every second,
+			// then two rounds of syncs: every view is the store's
+			now := int64(0)
+			for ; now < 6000*ms; now += 5 * ms {
+				decide(now, int(now/(5*ms))%k, false)
+				if now%(1000*ms) == 0 {
+					for i := range gws {
+						design.Sync(gws[i], now, key.SyncTo)
+					}
+				}
+			}
+			for range 2 {
+				for i := range gws {
+					design.Sync(gws[i], now, key.SyncTo)
+				}
+			}
+			// the store is gone for 20 s: the flood goes on, each gateway
+			// on its fallback
+			before := len(admits)
+			for end := now + 20000*ms; now < end; now += 5 * ms {
+				decide(now, int(now/(5*ms))%k, true)
+			}
+			worst := 0
+			for i := before; i < len(admits); i++ {
+				in, pre := inWindow(admits[:i+1], admits[i], int64(spec.Size)), inWindow(admits[:before], admits[i], int64(spec.Size))
+				if in > max(limit, pre)+k-1 {
+					t.Fatalf("the window ending at %v holds %d admits, %d of them from before the outage: want at most max(L = %d, %d) + K − 1", time.Duration(admits[i]), in, pre, limit, pre)
+				}
+				worst = max(worst, in-max(limit, pre))
+			}
+			t.Logf("%d fallback admits, at most %d past max(L, the admits from before) in a window", len(admits)-before, worst)
+		})
+	}
+}
+
+// inWindow counts the stamps of ts (ascending) in (t − w, t].
+func inWindow(ts []int64, t, w int64) int {
+	lo := sort.Search(len(ts), func(i int) bool { return ts[i] > t-w })
+	hi := sort.Search(len(ts), func(i int) bool { return ts[i] > t })
+	return hi - lo
 }
 
 // The local record keeps the admits a sync has in flight for the next sync.

@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/fleetlimit/fleetlimit/store"
-	"github.com/fleetlimit/fleetlimit/window"
 )
 
 func init() {
@@ -49,8 +48,7 @@ type headroom struct {
 	reserve float64 // half an interval of the other gateways' arrivals
 	quiet   bool    // a quiet gateway: the tolerance's spare admit applies
 
-	central *window.Log // admits the central check logged, for the fallback quota
-	carry   store.Push  // the push a round trip carries
+	carry store.Push // the push a round trip carries
 
 	// syncing is true between SyncPush and SyncPull; answered, that a
 	// round trip was answered meanwhile: its count is newer than the
@@ -71,7 +69,6 @@ func NewHeadroom(c Config, t float64) Gateway {
 	k := float64(c.Gateways)
 	h := &headroom{cfg: c, local: newLocal(c), share: 1 / k, floor: 1 / (2 * k), arr: newArrivals(c, HeadroomBuckets)}
 	h.spare = k <= t*float64(c.Limit)
-	h.central = window.New(c.Window, h.local.quota)
 	h.rates()
 	return h
 }
@@ -137,9 +134,10 @@ func (h *headroom) Decide(now int64, n int) (Verdict, store.Query) {
 	q := store.Query{Kind: store.QueryCentral, N: n, Own: true}
 	if h.local.unsynced() {
 		h.carry = store.Push{Gateway: h.cfg.Gateway, WantOwn: true}
-		h.local.push(&h.carry)
+		h.local.pushAdmits(&h.carry)
 		q.Carry = &h.carry
 	}
+	h.local.query(&q)
 	return Ask, q
 }
 
@@ -161,11 +159,17 @@ func (h *headroom) Refused(n int) { h.cur += n }
 func (h *headroom) CountsRefusals() bool { return true }
 
 func (h *headroom) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
+	lo := h.cfg.Window.Lo(now)
+	forgot, old := h.local.answered(now, q, a), 0
+	if forgot {
+		old = h.view.known(lo)
+	}
 	if q.Carry != nil {
 		h.local.settle() // the store applied the carried push, admitted or not
 	}
 	h.answered = h.syncing
-	h.view.rebase(h.cfg.Window.Lo(now), a.Count)
+	h.view.rebase(now, lo, a.Count)
+	h.view.forgot(old)
 	// The budget is renewed at pulls only: renewing it at every answer
 	// too halves the busy key's round trips but lets floods through at
 	// up to 1.14 x L (docs/design.md).
@@ -176,17 +180,25 @@ func (h *headroom) Resume(now int64, n int, q store.Query, a store.Answer) Verdi
 	if !a.Admit {
 		return Reject
 	}
-	h.central.Add(now, n)
+	h.local.remember(now, n)
 	return Admit
 }
 
-// Fallback is the local quota over the central check's admits too.
+// Fallback is the remembering rule over the view and the admits since the
+// last sync.
 func (h *headroom) Fallback(now int64, n int) Verdict {
-	if h.central.Count(now)+h.local.count(now)+n > h.local.quota {
+	known, own := h.view.remembered(h.cfg.Window.Lo(now)), h.local.sinceSyncCount(now)
+	if !remembered(&h.cfg, known, own, n) {
 		return Reject
 	}
 	h.local.add(now, n)
 	return Admit
+}
+
+// Abandon withdraws the central check and falls back; the admits the query
+// carried stay to be pushed again.
+func (h *headroom) Abandon(now int64, n int, q store.Query, fallback bool) Verdict {
+	return abandon(h, &h.local, now, n, q, fallback)
 }
 
 func (h *headroom) SyncPush(now int64, p *store.Push) {
@@ -197,10 +209,14 @@ func (h *headroom) SyncPush(now int64, p *store.Push) {
 
 func (h *headroom) SyncPull(now int64, p *store.Pull) {
 	lo := h.cfg.Window.Lo(now)
+	forgot := h.local.pulled(now, p)
 	newer := h.view.known(lo)
-	h.view.pulled(p)
-	if h.answered && newer > p.Count {
-		h.view.rebase(lo, newer)
+	h.view.pulled(now, p)
+	switch {
+	case forgot:
+		h.view.forgot(newer)
+	case h.answered && newer > p.Count:
+		h.view.rebase(now, lo, newer)
 	}
 	h.syncing, h.answered = false, false
 	h.local.settle()
@@ -244,9 +260,7 @@ func (h *headroom) PullsView() bool { return true }
 // since; the driver learns when budget frees at the next sync.
 func (h *headroom) View(now int64, fallback bool) (int, int64) {
 	if fallback {
-		used := h.central.Count(now)
-		oldest, ok := h.central.Oldest()
-		return h.local.view(now, used, oldest, ok)
+		return fallbackView(&h.cfg, &h.view, &h.local, now, h.view.remembered(h.cfg.Window.Lo(now)), h.local.sinceSyncCount(now))
 	}
 	known := h.view.known(h.cfg.Window.Lo(now))
 	return max(h.cfg.Limit-known-h.local.sinceSyncCount(now), 0), 0

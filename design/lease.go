@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/fleetlimit/fleetlimit/store"
-	"github.com/fleetlimit/fleetlimit/window"
 )
 
 func init() {
@@ -47,7 +46,11 @@ type lease struct {
 	// centralSince are the requests the central check admitted since the
 	// last pull: part of the count the gateway knows, not yet in count.
 	centralSince int
-	central      *window.Log // admits the central check logged, for the fallback quota; nil until one
+	// for the fallback: when the last pull came, the slots it said were
+	// outstanding fleet-wide, and the grant it brought
+	pullAt      int64
+	outstanding int
+	granted     int
 }
 
 func newLease(c Config, ask bool) Gateway {
@@ -64,25 +67,26 @@ func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 		l.local.add(now, n)
 		return Admit, store.Query{}
 	}
-	if l.syncing {
-		return Ask, store.Query{Kind: store.QueryCentral, N: n}
-	}
-	if !l.ask || l.wait {
+	q := store.Query{Kind: store.QueryCentral, N: n}
+	switch {
+	case l.syncing:
+	case !l.ask || l.wait:
 		return Reject, store.Query{}
+	default:
+		q = store.Query{Kind: store.QueryGrant, N: max(n-l.grant, l.want())}
 	}
-	return Ask, store.Query{Kind: store.QueryGrant, N: max(n-l.grant, l.want())}
+	l.local.query(&q)
+	return Ask, q
 }
 
 func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
+	l.local.answered(now, q, a)
 	if q.Kind == store.QueryCentral {
 		if !a.Admit {
 			return Reject
 		}
 		l.centralSince += n
-		if l.central == nil {
-			l.central = window.New(l.cfg.Window, l.local.quota)
-		}
-		l.central.Add(now, n)
+		l.local.remember(now, n)
 		return Admit
 	}
 	l.grant += a.Granted
@@ -95,17 +99,40 @@ func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict 
 	return Admit
 }
 
-// Fallback is the local quota (over the central check's admits too); the
-// slots held stay held for the next sync to hand back.
+// Fallback spends the slots held first, which the store counts already;
+// past them, the remembering rule over the store's last count, the central
+// admits since and every slot outstanding at the last pull (the other
+// gateways may use theirs), with this gateway's admits beyond its slots as
+// its own.
 func (l *lease) Fallback(now int64, n int) Verdict {
-	if l.central == nil {
-		return l.local.allow(now, n)
+	if l.grant >= n {
+		l.grant -= n
+		l.local.add(now, n)
+		return Admit
 	}
-	if l.central.Count(now)+l.local.count(now)+n > l.local.quota {
+	known, own := l.remembered(now)
+	if !remembered(&l.cfg, known, own, n) {
 		return Reject
 	}
 	l.local.add(now, n)
 	return Admit
+}
+
+// remembered is the fallback's view: the requests the store counts or has
+// granted slots for, as last heard, and this gateway's admits beyond them.
+func (l *lease) remembered(now int64) (known, own int) {
+	known = l.centralSince + l.outstanding
+	if l.pullAt >= l.cfg.Window.Lo(now) {
+		known += l.count // the pull's admits still count
+	}
+	own = max(l.local.sinceSyncCount(now)-(l.granted-l.grant), 0)
+	return known, own
+}
+
+// Abandon withdraws a central check (a grant's slots are settled by the
+// next push) and falls back.
+func (l *lease) Abandon(now int64, n int, q store.Query, fallback bool) Verdict {
+	return abandon(l, &l.local, now, n, q, fallback)
 }
 
 func (l *lease) SyncPush(now int64, p *store.Push) {
@@ -125,7 +152,9 @@ func (l *lease) SyncPush(now int64, p *store.Push) {
 func (l *lease) SyncPull(now int64, p *store.Pull) {
 	// The pull's count holds the central admits that reached the store
 	// before this sync's push; those after it wait for the next pull.
+	l.local.pulled(now, p)
 	l.grant, l.count, l.centralSince = p.Granted, p.Count, 0
+	l.pullAt, l.outstanding, l.granted = now, p.Outstanding, p.Granted
 	l.local.settle()
 	l.wait = false
 	l.syncing = false
@@ -142,7 +171,7 @@ func (l *lease) Held() int { return l.grant }
 // lease-ask asks for nothing after an idle interval, so once it holds nothing
 // every later sync is quiet.
 func (l *lease) QuietSyncs() int {
-	if l.cur > 0 || l.local.unsynced() {
+	if l.cur > 0 || l.local.unsynced() || l.local.waiting() {
 		return 0
 	}
 	if l.ask {
@@ -179,7 +208,7 @@ func (l *lease) CountsRefusals() bool { return true }
 // lease-ask, whose grants and central checks change the store between
 // syncs, says 0.
 func (l *lease) QuietWhenFull() int {
-	if l.ask || l.cur > 0 || l.local.unsynced() || l.grant > l.want() {
+	if l.ask || l.cur > 0 || l.local.unsynced() || l.local.waiting() || l.grant > l.want() {
 		return 0
 	}
 	return l.arr.emptyAhead()
@@ -204,15 +233,12 @@ func (l *lease) PullsView() bool { return false }
 // store's last count left of the limit, less its own admits since, and at
 // least the slots it holds; a central admit made while a sync was in flight
 // and reaching the store after its push is missing from it until the next
-// pull. With fallback set it is the local quota's view.
+// pull. With fallback set it is the slots held and what the remembering
+// rule admits past them.
 func (l *lease) View(now int64, fallback bool) (int, int64) {
 	if fallback {
-		if l.central != nil {
-			used := l.central.Count(now)
-			oldest, ok := l.central.Oldest()
-			return l.local.view(now, used, oldest, ok)
-		}
-		return l.local.quotaView(now)
+		known, own := l.remembered(now)
+		return l.grant + rememberedLeft(&l.cfg, known, own), 0
 	}
 	if !l.ask {
 		return l.grant, 0

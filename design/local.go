@@ -33,10 +33,36 @@ type local struct {
 	pushed int    // stamps[acked:pushed] are in flight
 	seq    uint64 // admits the store has acknowledged, for Push.Seq
 	epoch  uint64 // Push.Epoch
+
+	// queries whose answers never came: the last query ID handed out, and
+	// the withdrawals of abandoned central checks not yet acknowledged
+	// (ascending by ID; wdUpTo is the last the last push sent)
+	nextID uint64
+	wd     []store.Withdrawal
+	wdUpTo uint64
+
+	// the store's life of the key when it last answered (0: unknown, or a
+	// store that never forgets), and when; forgot counts the times it was
+	// found to have forgotten the key
+	gen    uint64
+	genAt  int64
+	forgot int
+
+	// with Config.Reseed: this gateway's acknowledged admits, and the
+	// re-seed to push after the store forgot them
+	hist         *history
+	reseed       []int64
+	reseedN      []int
+	reseedID     uint64
+	reseedPushed bool
 }
 
 func newLocal(c Config) local {
-	return local{spec: c.Window, quota: (c.Limit + c.Gateways - 1) / c.Gateways, epoch: c.Epoch} // own < L/K  <=>  own+1 <= ceil(L/K)
+	l := local{spec: c.Window, quota: (c.Limit + c.Gateways - 1) / c.Gateways, epoch: c.Epoch} // own < L/K  <=>  own+1 <= ceil(L/K)
+	if c.Reseed {
+		l.hist = newHistory(c.Window)
+	}
+	return l
 }
 
 // add records a request of cost n admitted at now, to be pushed at the next
@@ -76,8 +102,23 @@ func (l *local) units(i int) int {
 	return int(u)
 }
 
-// push fills p with the admits to push, numbered.
+// push fills p, for a sync, with the admits to push, numbered, the pending
+// withdrawals and re-seed.
 func (l *local) push(p *store.Push) {
+	l.pushAdmits(p)
+	p.Withdraw = l.wd
+	if len(l.wd) > 0 {
+		l.wdUpTo = l.wd[len(l.wd)-1].ID
+	}
+	if len(l.reseed) > 0 {
+		p.Reseed, p.ReseedCounts, p.ReseedID = l.reseed, l.reseedN, l.reseedID
+		l.reseedPushed = true
+	}
+}
+
+// pushAdmits fills p with the admits to push, numbered: a sync's or a
+// query's carry.
+func (l *local) pushAdmits(p *store.Push) {
 	l.pushed = len(l.stamps)
 	p.Admits, p.Seq, p.Epoch = l.stamps[l.acked:l.pushed], l.seq+1, l.epoch
 	p.Counts = nil
@@ -86,10 +127,97 @@ func (l *local) push(p *store.Push) {
 	}
 }
 
+// query names q, a query about to be sent, for a later withdrawal, and
+// sends the pending withdrawals with it.
+func (l *local) query(q *store.Query) {
+	l.nextID++
+	q.ID, q.Epoch, q.Withdraw = l.nextID, l.epoch, l.wd
+}
+
+// abandon records that q's answer will never come: a central check the
+// store may have logged must be withdrawn.
+func (l *local) abandon(now int64, q store.Query) {
+	if q.Kind == store.QueryCentral && q.ID > 0 {
+		l.wd = append(l.wd, store.Withdrawal{ID: q.ID, At: now, N: q.N})
+	}
+}
+
+// answered takes the store's answer a to q, sent at now: the withdrawals q
+// carried are done, and the key's life is checked. It reports whether the
+// store forgot the key.
+func (l *local) answered(now int64, q store.Query, a store.Answer) bool {
+	if k := len(q.Withdraw); k > 0 {
+		l.ackWithdrawals(q.Withdraw[k-1].ID)
+	}
+	return l.contact(now, a.Gen)
+}
+
+// pulled takes a sync's pull, before settle: the withdrawals and re-seed
+// the push sent are done, and the key's life is checked. It reports
+// whether the store forgot the key.
+func (l *local) pulled(now int64, p *store.Pull) bool {
+	l.ackWithdrawals(l.wdUpTo)
+	if l.reseedPushed {
+		l.reseed, l.reseedN, l.reseedPushed = nil, nil, false
+	}
+	return l.contact(now, p.Gen)
+}
+
+// ackWithdrawals drops the withdrawals up to ID upTo, which the store has
+// applied. It never writes the slice a push in flight may still be reading.
+func (l *local) ackWithdrawals(upTo uint64) {
+	i := 0
+	for i < len(l.wd) && l.wd[i].ID <= upTo {
+		i++
+	}
+	if l.wd = l.wd[i:]; len(l.wd) == 0 {
+		l.wd = nil
+	}
+}
+
+// contact checks the key's life gen that the store reported at now
+// against the one it reported last: a new life less than a window after
+// the last answer means the store lost what it held (a store keeps a key
+// for longer than a window after any call), and the admits this gateway
+// had pushed are re-seeded from its history, if it keeps one.
+func (l *local) contact(now int64, gen uint64) bool {
+	forgot := gen != 0 && l.gen != 0 && gen != l.gen && l.spec.Lo(now) <= l.genAt
+	if gen != 0 {
+		l.gen, l.genAt = gen, now
+	}
+	if !forgot {
+		return false
+	}
+	l.forgot++
+	if l.hist != nil {
+		l.reseed, l.reseedN = l.hist.snapshot(now)
+		l.reseedID++
+		l.reseedPushed = false
+	}
+	return true
+}
+
+// remember adds n admits at now that the store acknowledged otherwise than
+// by a push (a central check) to the history.
+func (l *local) remember(now int64, n int) {
+	if l.hist != nil {
+		l.hist.add(l.spec.Stamp(now), n)
+	}
+}
+
+// waiting reports whether the next sync has something to tell the store
+// besides admits: withdrawals or a re-seed.
+func (l *local) waiting() bool { return len(l.wd) > 0 || len(l.reseed) > 0 }
+
 // settle marks the admits of the last push as acknowledged, forgetting the
 // acknowledged ones the quota no longer needs: it keeps the newest of them
 // that hold at least the quota.
 func (l *local) settle() {
+	if l.hist != nil {
+		for i := l.acked; i < l.pushed; i++ {
+			l.hist.add(l.stamps[i], l.counts[i])
+		}
+	}
 	l.seq += uint64(l.pushed - l.acked)
 	l.acked = l.pushed
 	l.lo = max(l.lo, min(l.win, l.acked))
@@ -126,7 +254,7 @@ func (l *local) unsynced() bool { return len(l.stamps) > l.acked }
 // quietSyncs is QuietSyncs for a design whose syncs only push its admits
 // (and refresh what it pulls): quiet forever while it has nothing to push.
 func (l *local) quietSyncs() int {
-	if l.unsynced() {
+	if l.unsynced() || l.waiting() {
 		return 0
 	}
 	return Forever
@@ -201,6 +329,17 @@ func (l *local) view(now int64, used int, oldest int64, ok bool) (int, int64) {
 	return left, l.spec.Reset(now, oldest)
 }
 
+// restore counts own admits of an earlier life of the key that the store
+// holds, beyond those the record counts, as acknowledged admits at now:
+// they count a whole window from now, never shorter than they should.
+func (l *local) restore(now int64, own int) {
+	if extra := own - l.count(now); extra > 0 {
+		l.add(now, extra)
+		l.pushed = len(l.stamps)
+		l.acked = l.pushed
+	}
+}
+
 // inherit takes into the quota's history the admits of old, a record of the
 // same key made under another fleet or limit, that still count at now. They
 // count as acknowledged: old's driver pushes what old had not, so this
@@ -220,4 +359,7 @@ func (l *local) inherit(now int64, old *local) {
 		}
 	}
 	l.acked, l.pushed = len(l.stamps), len(l.stamps)
+	if l.hist != nil {
+		l.hist.copyFrom(old.hist)
+	}
 }

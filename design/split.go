@@ -14,7 +14,8 @@ func init() {
 // split is the local quota alone: it admits while its own admits in the
 // window are fewer than L/K, compared as real numbers, so at most ceil(L/K)
 // per window. Its syncs only push its admits, so the store's log stays the
-// truth; it ignores the pull. Its fallback is its rule.
+// truth; it ignores the pull but for the key's life (a store that lost the
+// key gets its admits again). Its fallback is its rule.
 type split struct {
 	gw    int
 	local local
@@ -40,13 +41,21 @@ func (s *split) Refused(n int) {}
 // CountsRefusals is false: a rejection changes nothing.
 func (s *split) CountsRefusals() bool { return false }
 
+// Abandon: split never asks the store.
+func (s *split) Abandon(now int64, n int, q store.Query, fallback bool) Verdict {
+	return abandon(s, &s.local, now, n, q, fallback)
+}
+
 func (s *split) SyncPush(now int64, p *store.Push) {
 	*p = store.Push{Gateway: s.gw}
 	s.local.push(p)
 }
 
-func (s *split) SyncPull(now int64, p *store.Pull) { s.local.settle() }
-func (s *split) Held() int                         { return 0 }
+func (s *split) SyncPull(now int64, p *store.Pull) {
+	s.local.pulled(now, p)
+	s.local.settle()
+}
+func (s *split) Held() int { return 0 }
 
 // QuietSyncs: split's syncs only push its admits.
 func (s *split) QuietSyncs() int { return s.local.quietSyncs() }

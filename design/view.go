@@ -11,6 +11,7 @@ import (
 // count of the last pull (or answer), aged between pulls by the stamps the
 // store said would leave the window soon.
 type storeView struct {
+	at      int64   // when the store last told
 	count   int     // the store's count when it last told
 	exp     []int64 // stamps of count that leave the window soon, ascending
 	expN    []int   // their counts (nil: 1 each)
@@ -18,9 +19,10 @@ type storeView struct {
 	expGone int     // the requests they stand for
 }
 
-// pulled takes the store's count and soon-expiring stamps from a pull,
-// copying what the pull only lends.
-func (v *storeView) pulled(p *store.Pull) {
+// pulled takes the store's count and soon-expiring stamps from a pull at
+// now, copying what the pull only lends.
+func (v *storeView) pulled(now int64, p *store.Pull) {
+	v.at = now
 	v.count = p.Count
 	v.exp = append(v.exp[:0], p.Expiring...)
 	v.expN = nil
@@ -51,11 +53,29 @@ func (v *storeView) known(lo int64) int {
 }
 
 // rebase makes the view's count at lo equal count, a newer count from the
-// store (an answer to a query), keeping the expiring stamps still ahead.
-func (v *storeView) rebase(lo int64, count int) {
+// store (an answer to a query at now), keeping the expiring stamps still
+// ahead.
+func (v *storeView) rebase(now, lo int64, count int) {
 	v.known(lo)
+	v.at = now
 	v.count = count + v.expGone
 }
+
+// remembered is known for the fallback: once the whole window has passed
+// since the store last told (its time is before lo), everything it counted
+// has left.
+func (v *storeView) remembered(lo int64) int {
+	if v.at < lo {
+		return 0
+	}
+	return v.known(lo)
+}
+
+// forgot adjusts a view just pulled from a store that had lost the key:
+// the count the gateway knew before, old, still holds, and the pull's
+// count adds what was pushed since the loss, until the next pull counts
+// the re-seeded admits.
+func (v *storeView) forgot(old int) { v.count += old }
 
 // agesAt is the first instant after now at which a stamp of the view (aged
 // to now) or an admit of l since its last sync (when that is the own count

@@ -4,7 +4,8 @@
 // grant. The embedded store (memstore) and the Redis store speak exactly
 // these messages, so a design never knows which one answers it.
 //
-// The package holds types only; it never reads a clock or does I/O.
+// The package holds types only (and a context value); it never reads a
+// clock or does I/O.
 package store
 
 import (
@@ -194,6 +195,26 @@ type SyncItem struct {
 	Key  Key
 	Push Push
 	Pull Pull
+}
+
+// giveUpKey is the context key of WithGiveUp's instant.
+type giveUpKey struct{}
+
+// WithGiveUp tells a store the instant its caller stops waiting for the
+// answer: the store must not apply the call once that instant has passed,
+// though it may go on reading the answer until ctx's deadline (so that a
+// connection is not lost to every late answer). A caller that gives up
+// takes back what the call may have done before (Push.Withdraw).
+func WithGiveUp(ctx context.Context, at time.Time) context.Context {
+	return context.WithValue(ctx, giveUpKey{}, at)
+}
+
+// GiveUp returns the instant set by WithGiveUp, or else ctx's deadline.
+func GiveUp(ctx context.Context) (time.Time, bool) {
+	if at, ok := ctx.Value(giveUpKey{}).(time.Time); ok {
+		return at, true
+	}
+	return ctx.Deadline()
 }
 
 // Backend is a central store for many keys: the embedded memstore or Redis.

@@ -452,9 +452,10 @@ func scriptFor(k store.QueryKind, central, grant *redis.Script) (*redis.Script, 
 	return nil, fmt.Errorf("redisstore: unknown query kind %d", k)
 }
 
-// deadlineOf is ctx's deadline in µs on the wall clock, 0 for none.
+// deadlineOf is the instant the caller gives up (store.GiveUp) in µs on the
+// wall clock, 0 for none.
 func deadlineOf(ctx context.Context) int64 {
-	if d, ok := ctx.Deadline(); ok {
+	if d, ok := store.GiveUp(ctx); ok {
 		return d.UnixMicro()
 	}
 	return 0
