@@ -21,9 +21,11 @@ type entry struct {
 	used     int64 // last request, ns
 	evicted  bool
 	// prime is set on an entry that replaced one of the same key under
-	// another limit: its design knows nothing of the key yet, so its first
-	// request syncs it (with the old entry's last push) before deciding.
-	prime bool
+	// another limit, or one evicted less than a window ago: its design
+	// knows nothing of the key yet, so its first request syncs it (with
+	// the old entry's last push) before deciding.
+	prime  bool
+	forgot int // the design's Forgotten() when last read
 	// Keys are often created one after another, so their entries sit
 	// side by side; without padding two goroutines on two keys write one
 	// cache line and run at half speed (BenchmarkAllowParallel).
@@ -35,7 +37,7 @@ type entry struct {
 func (l *Limiter) newEntry(key string, lim Limit) *entry {
 	spec := l.specOf(lim)
 	dc := l.designConfig(lim.Requests, spec)
-	dc.Epoch = nextEpoch()
+	dc.Epoch, dc.Reseed = nextEpoch(), true
 	return &entry{key: store.Key{Name: key, Limit: lim.Requests, Window: spec}, gw: l.info.New(dc), k: dc.Gateways, index: dc.Gateway}
 }
 
@@ -95,10 +97,19 @@ func (l *Limiter) create(key string, lim Limit, now int64) *entry {
 		ne.prime = true
 	} else {
 		l.nkeys.Add(1)
+		if l.decidesAlone() && l.evicted.has(key) {
+			ne.prime = true
+			l.stats.primed.Add(1)
+		}
 	}
 	l.keys.Store(key, ne)
 	return ne
 }
+
+// decidesAlone reports whether the design admits without asking the store
+// (its view, its quota or its budget), so that a key made anew must learn
+// the store's count first; the others ask the store or hold its slots.
+func (l *Limiter) decidesAlone() bool { return !l.info.NoSync && !l.info.Leases }
 
 // retire marks e evicted and keeps for the next sync a last push of its
 // unsynced admits, which also hands back any lease slots it holds (a push
@@ -142,21 +153,26 @@ func (l *Limiter) evictOne(now int64) {
 	}
 }
 
-// drop retires e and removes it. The caller holds createMu.
+// drop retires e and removes it, remembering that it was evicted. The
+// caller holds createMu.
 func (l *Limiter) drop(e *entry, now int64) {
 	if l.keys.CompareAndDelete(e.key.Name, e) {
 		l.retire(e, now)
 		l.nkeys.Add(-1)
 		l.stats.evicted.Add(1)
+		if l.decidesAlone() {
+			l.evicted.add(now, e.key.Name, e.key.Window.Size)
+		}
 	}
 }
 
-// primeSync syncs a renewed entry (locked by the caller) before its first
-// decision: the retired entry's last pushes for the key first, then the new
-// design's, so that its view starts from the store's count. It gives up
-// after the store timeout; the regular sync then catches up. The retired
-// pushes stay queued for the regular sync too, which they cannot change
-// twice.
+// primeSync syncs a renewed or re-created entry (locked by the caller)
+// before its first decision: the retired entry's last pushes for the key
+// first, then the new design's, so that its view starts from the store's
+// count, and a design that counts its own admits (design.Primer) learns how
+// many the store holds. It gives up after the store timeout; the regular
+// sync then catches up. The retired pushes stay queued for the regular
+// sync too, which they cannot change twice.
 func (l *Limiter) primeSync(ctx context.Context, e *entry, now int64) {
 	e.prime = false
 	var items []store.SyncItem
@@ -168,11 +184,17 @@ func (l *Limiter) primeSync(ctx context.Context, e *entry, now int64) {
 	}
 	l.orphanMu.Unlock()
 	items = append(items, store.SyncItem{Key: e.key})
-	e.gw.SyncPush(now, &items[len(items)-1].Push)
+	last := &items[len(items)-1]
+	e.gw.SyncPush(now, &last.Push)
+	last.Push.WantOwn = true
 	cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
 	if err := l.st.Sync(cctx, now, items); err != nil {
 		return
 	}
-	e.gw.SyncPull(now, &items[len(items)-1].Pull)
+	e.gw.SyncPull(now, &last.Pull)
+	if p, ok := e.gw.(design.Primer); ok {
+		p.Prime(now, last.Pull.Own)
+	}
+	l.checkForgot(e, now)
 }

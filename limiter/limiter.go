@@ -4,11 +4,16 @@
 //
 // A Limiter holds many keys, created on demand and evicted when idle, and a
 // background loop that syncs them all with the store every Δ in one batch.
-// When the store cannot be reached, Allow never waits longer than the
-// store timeout: each key falls back to its design's local quota, ceil(L/K)
-// of this gateway's own admits per window (or, with FailClosed, rejects),
-// until a sync succeeds again. It must never block a
-// request on a sync, nor count an admit twice.
+// Allow never waits longer than the store timeout. A request whose store
+// call did not answer in time is decided by its design's fallback, which
+// continues from the count the store last reported (or, with FailClosed,
+// rejected), and whatever the call may have done at the store is withdrawn
+// at the next contact; after a failed sync, or FailAfter failed calls in a
+// row, the Limiter is degraded and every request falls back at once, until
+// a sync succeeds again. A store found to have forgotten a key is given
+// this gateway's admits of the window again. It must never block a request
+// on a sync, nor count an admit twice, nor leave at the store an admit its
+// client was told was rejected.
 package limiter
 
 import (
@@ -51,21 +56,34 @@ type Config struct {
 	Membership bool
 	Store      store.Backend // the central store; default a new memstore
 	// Timeout bounds each store call made while a request waits
-	// (central check, lease grant); default 50 ms.
+	// (central check, lease grant); default 50 ms. A request whose call
+	// did not answer in time is decided by the fallback.
 	Timeout time.Duration
-	// SyncTimeout bounds each background sync batch; default 500 ms or
-	// Δ, whichever is less.
+	// FailAfter is how many such calls must fail in a row before the
+	// Limiter goes degraded and stops making requests wait on the store
+	// (a failed sync does it at once); default 3. One slow answer is not
+	// an outage.
+	FailAfter int
+	// SyncTimeout bounds each background sync batch, and how long a call
+	// a request gave up on may still wait for its answer in the background
+	// (so that a slow store's connection is not dropped with every late
+	// answer); default 500 ms.
 	SyncTimeout time.Duration
 	// CloseTimeout bounds Close's final flush of every key, batch by
 	// batch (each within SyncTimeout); default 10 s.
 	CloseTimeout time.Duration
-	// FailClosed rejects every request while the store is unreachable,
-	// instead of falling back to the local quota ceil(L/K).
+	// FailClosed rejects every request the store does not decide, instead
+	// of falling back.
 	FailClosed bool
 	// MaxKeys bounds the keys held; default 100,000. Past it the least
 	// recently used of a sample of keys is evicted (its unsynced admits
-	// are still pushed).
+	// are still pushed), and remembered: a key evicted less than a window
+	// ago syncs with the store before it decides again.
 	MaxKeys int
+	// Tombstones bounds the evicted keys remembered per window; default
+	// 10 × MaxKeys (a Bloom filter, about 1.2 bytes a tombstone, two of
+	// them). Past it, the oldest are forgotten sooner.
+	Tombstones int
 	// IdleAfter is how long a key may go unused before it is evicted;
 	// default 2 W.
 	IdleAfter time.Duration
@@ -117,8 +135,8 @@ type Decision struct {
 	Reset time.Duration
 	// RetryAfter, when not Allowed, is how long to wait before trying again.
 	RetryAfter time.Duration
-	// Degraded is true when the store was unreachable and the fallback
-	// decided.
+	// Degraded is true when the fallback decided: the store was
+	// unreachable, or did not answer this request in time.
 	Degraded bool
 	// At is the decision's instant on the Limiter's clock, ns.
 	At int64
@@ -130,6 +148,9 @@ type Stats struct {
 	Syncs         int64         // sync batches that succeeded
 	StoreErrors   int64         // store calls that failed or timed out
 	Fallbacks     int64         // requests decided by the fallback
+	Abandoned     int64         // store calls a request gave up on (timed out or failed); what they did is withdrawn
+	Forgotten     int64         // keys found forgotten by the store (its data lost) and re-seeded
+	Primed        int64         // keys evicted and wanted again within a window, synced before deciding
 	Degraded      bool          // the store is unreachable now
 	LastSync      time.Duration // duration of the last sync
 	LastSyncKeys  int           // keys in the last sync
@@ -147,17 +168,23 @@ type Limiter struct {
 	info     design.Info
 	spec     window.Spec
 	st       store.Backend
+	inProc   bool       // st answers in this process, at once (memstore)
+	wall     bool       // cfg.Now is the wall clock, in Unix ns
 	keys     sync.Map   // key name -> *entry; lookups take no lock
 	createMu sync.Mutex // serialises creating, renewing and evicting keys
 	nkeys    atomic.Int64
 
 	degraded atomic.Bool
+	failRun  atomic.Int64 // request-path calls failed in a row
 	nextSync atomic.Int64
 	stats    struct {
 		syncs, storeErrors, fallbacks, fallbackAdmits, evicted, roundTrips atomic.Int64
+		abandoned, forgotten, primed                                       atomic.Int64
 		lastSync                                                           atomic.Int64
 		lastKeys                                                           atomic.Int64
 	}
+	forgetLog forgetLog  // says, once a minute at most, that the store forgot keys
+	evicted   tombstones // keys evicted lately; guarded by createMu
 
 	mu       sync.Mutex // serialises syncs
 	orphanMu sync.Mutex // guards orphans; never held while taking another lock
@@ -200,11 +227,13 @@ func (c Config) withDefaults() (Config, error) {
 	defInt(&c.Limit, 100)
 	defInt(&c.Gateways, 1)
 	defInt(&c.MaxKeys, 100_000)
+	defInt(&c.FailAfter, 3)
+	defInt(&c.Tombstones, 10*c.MaxKeys)
 	defInt(&c.SyncBatch, 1000)
 	def(&c.Window, time.Minute)
 	def(&c.Sync, time.Second)
 	def(&c.Timeout, 50*time.Millisecond)
-	def(&c.SyncTimeout, min(500*time.Millisecond, c.Sync))
+	def(&c.SyncTimeout, 500*time.Millisecond)
 	def(&c.IdleAfter, 2*c.Window)
 	def(&c.CloseTimeout, 10*time.Second)
 	def(&c.ClaimTTL, 10*time.Second)
@@ -215,8 +244,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("limiter: gateway index %d: must be in [0, %d)", c.Gateway, c.Gateways)
 	case c.Timeout < 0 || c.SyncTimeout < 0 || c.IdleAfter < 0 || c.CloseTimeout < 0 || c.ClaimTTL < 0:
 		return c, errors.New("limiter: timeouts must be positive")
-	case c.MaxKeys < 1 || c.SyncBatch < 1:
-		return c, errors.New("limiter: MaxKeys and SyncBatch must be at least 1")
+	case c.MaxKeys < 1 || c.SyncBatch < 1 || c.FailAfter < 1 || c.Tombstones < 1:
+		return c, errors.New("limiter: MaxKeys, SyncBatch, FailAfter and Tombstones must be at least 1")
 	}
 	return c, nil
 }
@@ -238,7 +267,7 @@ func New(cfg Config) (*Limiter, error) {
 		return nil, err
 	}
 	l := &Limiter{cfg: cfg, info: info, spec: window.Spec{Size: cfg.Window, Kind: cfg.WindowKind, Buckets: cfg.WindowBuckets},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), evicted: newTombstones(cfg.Tombstones)}
 	l.fleet.Store(&fleet{k: cfg.Gateways, index: cfg.Gateway})
 	if err := l.spec.Validate(); err != nil {
 		return nil, fmt.Errorf("limiter: %w", err)
@@ -253,6 +282,7 @@ func New(cfg Config) (*Limiter, error) {
 		l.cfg.Store = memstore.New()
 	}
 	l.st = l.cfg.Store
+	_, l.inProc = l.st.(*memstore.Store)
 	if l.cfg.Logger == nil {
 		l.cfg.Logger = slog.Default()
 	}
@@ -269,6 +299,7 @@ func New(cfg Config) (*Limiter, error) {
 			l.clock = startClock(def)
 			l.cfg.Now = l.clock.now
 		}
+		l.wall = true
 	}
 	if l.cfg.Rand == nil {
 		l.cfg.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
@@ -362,19 +393,24 @@ func (l *Limiter) specOf(lim Limit) window.Spec {
 }
 
 func (l *Limiter) allow(ctx context.Context, key string, lim Limit, n int) Decision {
+	// The request gives up on the store Timeout after it came, whatever
+	// it waited for meanwhile (the key, held by another request's call):
+	// a request never waits much longer than Timeout.
+	came := l.cfg.Now()
+	giveUp := came + int64(l.cfg.Timeout)
 	for {
-		now := l.cfg.Now()
-		e := l.get(key, lim, now)
+		e := l.get(key, lim, came)
 		e.mu.Lock()
 		if e.evicted {
 			e.mu.Unlock()
 			continue
 		}
+		now := l.cfg.Now()
 		e.used = now
 		if e.prime && !l.degraded.Load() {
 			l.primeSync(ctx, e, now)
 		}
-		d := l.decide(ctx, e, now, n)
+		d := l.decide(ctx, e, now, giveUp, n)
 		e.mu.Unlock()
 		return d
 	}
@@ -382,35 +418,53 @@ func (l *Limiter) allow(ctx context.Context, key string, lim Limit, n int) Decis
 
 // decide runs the design for one request of e, which the caller has
 // locked: decide, ask the store if told to, resume; or, while the store is
-// unreachable, the design's fallback.
-func (l *Limiter) decide(ctx context.Context, e *entry, now int64, n int) Decision {
+// unreachable, the design's fallback. A call that did not answer by giveUp
+// (ns on the Limiter's clock) is abandoned: the design withdraws what it
+// may have done and falls back.
+func (l *Limiter) decide(ctx context.Context, e *entry, now, giveUp int64, n int) Decision {
 	if l.degraded.Load() {
 		return l.fallback(e, now, n)
 	}
 	v, q := e.gw.Decide(now, n)
 	if v == design.Ask {
 		l.stats.roundTrips.Add(1)
-		cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
-		a, err := l.st.Ask(cctx, now, e.key, e.index, q)
-		cancel()
+		a, err := l.ask(ctx, e, now, giveUp, q)
 		if err != nil {
-			if ctx.Err() == nil { // the store failed, not the caller
-				l.storeFailed(err)
-			}
-			// The store may have applied the call before failing to
-			// answer: admitting this request by the fallback could
-			// count it twice. Reject it; the next requests fall back.
-			l.stats.fallbacks.Add(1)
-			return l.decision(e, false, 0, 0, now, true)
+			return l.abandon(ctx, e, now, n, q, err)
 		}
+		l.failRun.Store(0)
 		v = e.gw.Resume(now, n, q, a)
+		l.checkForgot(e, now)
 	}
 	rem, reset := e.gw.View(now, false)
 	return l.decision(e, v == design.Admit, rem, reset, now, false)
 }
 
-// fallback decides while the store is unreachable: the design's local
-// quota, or nothing at all with FailClosed.
+// abandon decides a request whose store call failed with err: the design
+// takes back what the call may have done and falls back (unless the caller
+// gave up, or FailClosed). Calls that fail FailAfter times in a row make
+// the Limiter degraded.
+func (l *Limiter) abandon(ctx context.Context, e *entry, now int64, n int, q store.Query, err error) Decision {
+	l.stats.abandoned.Add(1)
+	caller := ctx.Err() != nil // the caller gave up, not the store
+	if !caller {
+		l.stats.storeErrors.Add(1)
+		if l.failRun.Add(1) >= int64(l.cfg.FailAfter) {
+			l.storeFailed(err)
+		}
+	}
+	fall := !caller && !l.cfg.FailClosed
+	v := e.gw.Abandon(now, n, q, fall)
+	l.stats.fallbacks.Add(1)
+	if v == design.Admit {
+		l.stats.fallbackAdmits.Add(1)
+	}
+	rem, reset := e.gw.View(now, true)
+	return l.decision(e, v == design.Admit, rem, reset, now, true)
+}
+
+// fallback decides while the store is unreachable: the design's fallback,
+// or nothing at all with FailClosed.
 func (l *Limiter) fallback(e *entry, now int64, n int) Decision {
 	l.stats.fallbacks.Add(1)
 	ok := !l.cfg.FailClosed && e.gw.Fallback(now, n) == design.Admit
@@ -440,23 +494,6 @@ func (l *Limiter) decision(e *entry, ok bool, rem int, reset, now int64, degrade
 	return d
 }
 
-func (l *Limiter) storeFailed(err error) {
-	l.stats.storeErrors.Add(1)
-	if !l.degraded.Swap(true) {
-		mode := "falling back to the local quota ceil(L/K)"
-		if l.cfg.FailClosed {
-			mode = "rejecting every request (fail-closed)"
-		}
-		l.cfg.Logger.Warn("fleetlimit: store unreachable; "+mode, "error", err, "gateway", l.fleet.Load().index)
-	}
-}
-
-func (l *Limiter) storeOK() {
-	if l.degraded.Swap(false) {
-		l.cfg.Logger.Info("fleetlimit: store reachable again; syncing resumed", "gateway", l.fleet.Load().index)
-	}
-}
-
 // OnSync sets a function called after every sync with its duration and
 // error (for a metric); nil stops the calls. It must not block.
 func (l *Limiter) OnSync(f func(time.Duration, error)) {
@@ -474,6 +511,9 @@ func (l *Limiter) Stats() Stats {
 		Syncs:         l.stats.syncs.Load(),
 		StoreErrors:   l.stats.storeErrors.Load(),
 		Fallbacks:     l.stats.fallbacks.Load(),
+		Abandoned:     l.stats.abandoned.Load(),
+		Forgotten:     l.stats.forgotten.Load(),
+		Primed:        l.stats.primed.Load(),
 		FallbackAdmit: l.stats.fallbackAdmits.Load(),
 		Degraded:      l.degraded.Load(),
 		LastSync:      time.Duration(l.stats.lastSync.Load()),

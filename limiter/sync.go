@@ -57,17 +57,19 @@ func (l *Limiter) syncNow(ctx context.Context, start time.Time) error {
 	ents, items := l.pushes(all, now, orphans)
 	err := l.pingIfIdle(ctx, len(items))
 	synced := 0
+	var forgot []*entry
 	for lo := 0; lo < len(items) && err == nil; lo += l.cfg.SyncBatch {
 		hi := min(lo+l.cfg.SyncBatch, len(items))
 		cctx, cancel := context.WithTimeout(ctx, l.cfg.SyncTimeout)
 		err = l.st.Sync(cctx, now, items[lo:hi])
 		cancel()
 		if err == nil {
-			l.pull(ents, items[len(orphans):], lo-len(orphans), hi-len(orphans), now)
+			forgot = l.pull(ents, items[len(orphans):], lo-len(orphans), hi-len(orphans), now, forgot)
 			synced = hi
 		}
 	}
 	if err != nil {
+		l.stats.storeErrors.Add(1)
 		l.storeFailed(err)
 		return fmt.Errorf("limiter: sync of %d keys stopped after %d: %w", len(items), synced, err)
 	}
@@ -79,7 +81,29 @@ func (l *Limiter) syncNow(ctx context.Context, start time.Time) error {
 	l.stats.lastSync.Store(int64(time.Since(start)))
 	l.stats.lastKeys.Store(int64(len(ents)))
 	l.evictIdle(all, now)
+	l.reseed(ctx, forgot)
 	return nil
+}
+
+// reseed syncs at once the keys a sync found forgotten by the store, so
+// that their designs push their admits of the window again within this
+// sync rather than the next.
+func (l *Limiter) reseed(ctx context.Context, forgot []*entry) {
+	if len(forgot) == 0 {
+		return
+	}
+	now := l.cfg.Now()
+	ents, items := l.pushes(forgot, now, nil)
+	for lo := 0; lo < len(items); lo += l.cfg.SyncBatch {
+		hi := min(lo+l.cfg.SyncBatch, len(items))
+		cctx, cancel := context.WithTimeout(ctx, l.cfg.SyncTimeout)
+		err := l.st.Sync(cctx, now, items[lo:hi])
+		cancel()
+		if err != nil {
+			return // the next sync pushes the re-seed
+		}
+		l.pull(ents, items, lo, hi, now, nil)
+	}
 }
 
 // pingIfIdle pings the store when a sync has nothing to send, so that the
@@ -103,6 +127,10 @@ func (l *Limiter) pushes(all []*entry, now int64, first []store.SyncItem) ([]*en
 	gone := l.fleet.Load().gone
 	for _, e := range all {
 		e.mu.Lock()
+		if e.evicted {
+			e.mu.Unlock()
+			continue
+		}
 		if quietSync(e.gw) {
 			e.gw.(design.Lazy).Skip(1)
 		} else {
@@ -127,16 +155,21 @@ func quietSync(gw design.Gateway) bool {
 }
 
 // pull hands the store's answers for items[lo:hi] to their entries,
-// items[i] being ents[i]'s.
-func (l *Limiter) pull(ents []*entry, items []store.SyncItem, lo, hi int, now int64) {
+// items[i] being ents[i]'s, and returns forgot with the entries the store
+// turned out to have forgotten appended.
+func (l *Limiter) pull(ents []*entry, items []store.SyncItem, lo, hi int, now int64, forgot []*entry) []*entry {
 	for i := max(lo, 0); i < hi && i < len(ents); i++ {
 		e := ents[i]
 		e.mu.Lock()
 		if !e.evicted {
 			e.gw.SyncPull(now, &items[i].Pull)
+			if l.checkForgot(e, now) {
+				forgot = append(forgot, e)
+			}
 		}
 		e.mu.Unlock()
 	}
+	return forgot
 }
 
 // evictIdle drops keys unused for IdleAfter; what they still had to push

@@ -33,6 +33,7 @@ var Layers = map[string][]string{
 	"loadgen":                   nil,
 	"internal/purity":           nil,
 	"internal/redistest":        nil,
+	"internal/slowproxy":        nil,
 	"scripts/sidebyside":        {"loadgen"},
 	"scripts/headroom-frontier": {"design", "sim"},
 }
