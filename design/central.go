@@ -33,19 +33,29 @@ func (c *centralLog) Decide(now int64, n int) (Verdict, store.Query) {
 	return Ask, q
 }
 
+// Resume takes the store's decision; but a store that has lost the key
+// since this gateway last heard of it (or whose count has not caught up with
+// the gateways' re-seeds) may admit what the count remembered from before
+// leaves no room for: that admit is withdrawn, and the request rejected.
 func (c *centralLog) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
-	forgot, old := c.local.answered(now, q, a), 0
+	forgot, old, oldAt := c.local.answered(now, q, a), 0, c.view.at
 	lo := c.cfg.Window.Lo(now)
 	if forgot {
 		old = c.view.known(lo)
 	}
 	c.view.rebase(now, lo, a.Count)
-	c.view.forgot(old)
-	if a.Admit {
-		c.local.remember(now, n)
-		return Admit
+	if forgot {
+		c.view.forgot(old, oldAt)
 	}
-	return Reject
+	if !a.Admit {
+		return Reject
+	}
+	if !c.view.unfloored(lo) && c.view.floor+n > c.cfg.Limit {
+		c.local.abandon(now, q)
+		return Reject
+	}
+	c.local.remember(now, n)
+	return Admit
 }
 
 // Fallback is the remembering rule over the store's last count and the
@@ -72,12 +82,14 @@ func (c *centralLog) SyncPush(now int64, p *store.Push) {
 }
 
 func (c *centralLog) SyncPull(now int64, p *store.Pull) {
-	forgot, old := c.local.pulled(now, p), 0
+	forgot, old, oldAt := c.local.pulled(now, p), 0, c.view.at
 	if forgot {
 		old = c.view.known(c.cfg.Window.Lo(now))
 	}
 	c.view.pulled(now, p)
-	c.view.forgot(old)
+	if forgot {
+		c.view.forgot(old, oldAt)
+	}
 	c.local.settle()
 }
 

@@ -133,12 +133,14 @@ func (c *counter) SyncPush(now int64, p *store.Push) {
 }
 
 func (c *counter) SyncPull(now int64, p *store.Pull) {
-	forgot, old := c.local.pulled(now, p), 0
+	forgot, old, oldAt := c.local.pulled(now, p), 0, c.view.at
 	if forgot {
 		old = c.view.known(c.cfg.Window.Lo(now))
 	}
 	c.view.pulled(now, p)
-	c.view.forgot(old)
+	if forgot {
+		c.view.forgot(old, oldAt)
+	}
 	c.local.settle()
 	if c.mode == modeTrackShare {
 		if p.Count == 0 {

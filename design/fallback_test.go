@@ -171,3 +171,90 @@ func TestFallbackAdmitsDuringASyncArePushedNext(t *testing.T) {
 		t.Fatalf("second push %+v, want the admit at 3 numbered 2", p)
 	}
 }
+
+// A store that forgets the key mid-window (memstore.Key.Forget, as Redis
+// restarted without persistence or flushed): every gateway tells from the
+// key's life in its next pull or answer that the store lost what it held,
+// re-seeds its own admits of the window from its history, and keeps the
+// count it remembered as a floor until the store's count comes back. After
+// every gateway's first sync since the loss the store counts every admit
+// of the window again. Under a flood of six times L, the exact designs
+// stay within L + K; the others within what they admit without the loss
+// plus one sync interval's arrivals.
+func TestForgottenKeyIsReseeded(t *testing.T) {
+	exact := map[string]bool{"central-log": true, "lease": true, "lease-ask": true, "headroom": true}
+	for _, name := range append(design.StudyDesigns, design.OwnDesigns...) {
+		t.Run(name, func(t *testing.T) {
+			const limit, k, perSync = 60, 3, 200 // arrivals in one sync interval
+			kept := forgetRun(t, name, false)
+			lost := forgetRun(t, name, true)
+			bound := max(kept, limit) + perSync
+			if exact[name] {
+				bound = limit + k
+			}
+			if lost > bound {
+				t.Fatalf("worst window %d with the loss (%d without), over %d", lost, kept, bound)
+			}
+			t.Logf("worst window %d of L = %d with the loss, %d without", lost, limit, kept)
+		})
+	}
+}
+
+// forgetRun floods three gateways of a design, L = 60 per 10 s, syncing
+// every second, for 12 s, the store forgetting the key at 5.5 s when
+// forget is set, and returns the worst window.
+func forgetRun(t *testing.T, name string, forget bool) int {
+	const (
+		limit = 60
+		k     = 3
+	)
+	ms := int64(time.Millisecond)
+	spec := window.Spec{Size: 10 * time.Second}
+	key := memstore.NewKey(limit, spec)
+	gws := make([]design.Gateway, k)
+	for i := range gws {
+		gws[i], _ = design.New(name, design.Config{Limit: limit, Window: spec, Gateways: k, Gateway: i, Sync: time.Second, Reseed: true})
+	}
+	var admits []int64
+	for now := int64(0); now < 12000*ms; now += 5 * ms {
+		for j := range gws {
+			if now%(1000*ms) == int64(j)*300*ms { // gateway j syncs at j × 0.3 s past each second
+				f := gws[j].(design.Forgetful)
+				before := f.Forgotten()
+				design.Sync(gws[j], now, key.SyncTo)
+				if f.Forgotten() != before { // re-seed at once, as the limiter does
+					design.Sync(gws[j], now, key.SyncTo)
+				}
+			}
+		}
+		if now == 5500*ms && forget {
+			key.Forget(now)
+		}
+		if now == 7000*ms { // every gateway has synced since the loss
+			lo := spec.Lo(now)
+			in := len(admits) - sort.Search(len(admits), func(j int) bool { return admits[j] >= lo })
+			if got := key.Count(now); got < in {
+				t.Fatalf("at 7 s the store counts %d of the %d admits in the window: the re-seeds left some out", got, in)
+			}
+		}
+		i := int(now/(5*ms)) % k
+		v, q := gws[i].Decide(now, 1)
+		if v == design.Ask {
+			v = gws[i].Resume(now, 1, q, key.Answer(now, i, q))
+		}
+		if v == design.Admit {
+			admits = append(admits, now)
+		}
+	}
+	want := map[bool]int{false: 0, true: 1}[forget]
+	for i, g := range gws {
+		if n := g.(design.Forgetful).Forgotten(); n != want {
+			t.Fatalf("gateway %d found the store had forgotten the key %d times, want %d", i, n, want)
+		}
+	}
+	worst := 0
+	for _, a := range admits {
+		worst = max(worst, inWindow(admits, a, int64(spec.Size)))
+	}
+	return worst
+}

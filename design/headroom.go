@@ -160,7 +160,7 @@ func (h *headroom) CountsRefusals() bool { return true }
 
 func (h *headroom) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
 	lo := h.cfg.Window.Lo(now)
-	forgot, old := h.local.answered(now, q, a), 0
+	forgot, old, oldAt := h.local.answered(now, q, a), 0, h.view.at
 	if forgot {
 		old = h.view.known(lo)
 	}
@@ -169,7 +169,9 @@ func (h *headroom) Resume(now int64, n int, q store.Query, a store.Answer) Verdi
 	}
 	h.answered = h.syncing
 	h.view.rebase(now, lo, a.Count)
-	h.view.forgot(old)
+	if forgot {
+		h.view.forgot(old, oldAt)
+	}
 	// The budget is renewed at pulls only: renewing it at every answer
 	// too halves the busy key's round trips but lets floods through at
 	// up to 1.14 x L (docs/design.md).
@@ -178,6 +180,10 @@ func (h *headroom) Resume(now int64, n int, q store.Query, a store.Answer) Verdi
 	}
 	h.told = true
 	if !a.Admit {
+		return Reject
+	}
+	if !h.view.unfloored(lo) && h.view.floor+n > h.cfg.Limit { // a store that lost the key admitted it
+		h.local.abandon(now, q)
 		return Reject
 	}
 	h.local.remember(now, n)
@@ -209,12 +215,12 @@ func (h *headroom) SyncPush(now int64, p *store.Push) {
 
 func (h *headroom) SyncPull(now int64, p *store.Pull) {
 	lo := h.cfg.Window.Lo(now)
-	forgot := h.local.pulled(now, p)
+	forgot, oldAt := h.local.pulled(now, p), h.view.at
 	newer := h.view.known(lo)
 	h.view.pulled(now, p)
 	switch {
 	case forgot:
-		h.view.forgot(newer)
+		h.view.forgot(newer, oldAt)
 	case h.answered && newer > p.Count:
 		h.view.rebase(now, lo, newer)
 	}

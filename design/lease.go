@@ -51,6 +51,12 @@ type lease struct {
 	pullAt      int64
 	outstanding int
 	granted     int
+	// after the store lost the key: the count the gateway knew before, and
+	// when, which caps the slots it uses until the store's count reaches
+	// it (the fleet's re-seeds have landed) or all of it has left the
+	// window
+	floor   int
+	floorAt int64
 }
 
 func newLease(c Config, ask bool) Gateway {
@@ -80,9 +86,18 @@ func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 }
 
 func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
-	l.local.answered(now, q, a)
+	if l.local.answered(now, q, a) {
+		l.floor, l.floorAt = l.count+l.centralSince, l.pullAt
+	}
+	if l.floor > 0 && l.floorAt < l.cfg.Window.Lo(now) {
+		l.floor = 0
+	}
 	if q.Kind == store.QueryCentral {
 		if !a.Admit {
+			return Reject
+		}
+		if l.floor > 0 && l.floor+l.centralSince+n > l.cfg.Limit { // a store that lost the key admitted it
+			l.local.abandon(now, q)
 			return Reject
 		}
 		l.centralSince += n
@@ -90,6 +105,9 @@ func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict 
 		return Admit
 	}
 	l.grant += a.Granted
+	if l.floor > 0 {
+		l.grant = max(min(l.grant, l.cfg.Limit-l.floor), 0) // as at a pull
+	}
 	if l.grant < n {
 		l.wait = true
 		return Reject
@@ -152,8 +170,20 @@ func (l *lease) SyncPush(now int64, p *store.Push) {
 func (l *lease) SyncPull(now int64, p *store.Pull) {
 	// The pull's count holds the central admits that reached the store
 	// before this sync's push; those after it wait for the next pull.
-	l.local.pulled(now, p)
+	if l.local.pulled(now, p) {
+		l.floor, l.floorAt = l.count+l.centralSince, l.pullAt
+	}
 	l.grant, l.count, l.centralSince = p.Granted, p.Count, 0
+	if l.floor > 0 {
+		// a store that lost the key grants against a count without the
+		// admits the fleet has not re-seeded yet: use no more slots than
+		// the count remembered leaves
+		if p.Count >= l.floor || l.floorAt < l.cfg.Window.Lo(now) {
+			l.floor = 0
+		} else {
+			l.grant = max(min(l.grant, l.cfg.Limit-l.floor), 0)
+		}
+	}
 	l.pullAt, l.outstanding, l.granted = now, p.Outstanding, p.Granted
 	l.local.settle()
 	l.wait = false

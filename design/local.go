@@ -41,11 +41,12 @@ type local struct {
 	wd     []store.Withdrawal
 	wdUpTo uint64
 
-	// the store's life of the key when it last answered (0: unknown, or a
-	// store that never forgets), and when; forgot counts the times it was
-	// found to have forgotten the key
+	// the store's life of the key when it last answered, and when (heard:
+	// it has answered); forgot counts the times it was found to have
+	// forgotten the key
 	gen    uint64
 	genAt  int64
+	heard  bool
 	forgot int
 
 	// with Config.Reseed: this gateway's acknowledged admits, and the
@@ -181,10 +182,8 @@ func (l *local) ackWithdrawals(upTo uint64) {
 // for longer than a window after any call), and the admits this gateway
 // had pushed are re-seeded from its history, if it keeps one.
 func (l *local) contact(now int64, gen uint64) bool {
-	forgot := gen != 0 && l.gen != 0 && gen != l.gen && l.spec.Lo(now) <= l.genAt
-	if gen != 0 {
-		l.gen, l.genAt = gen, now
-	}
+	forgot := l.heard && gen != l.gen && l.spec.Lo(now) <= l.genAt
+	l.gen, l.genAt, l.heard = gen, now, true
 	if !forgot {
 		return false
 	}

@@ -11,6 +11,13 @@ import (
 // count of the last pull (or answer), aged between pulls by the stamps the
 // store said would leave the window soon.
 type storeView struct {
+	// after the store lost the key: the count the gateway remembered,
+	// which the view does not go under while anything it counted can still
+	// be in the window (floorAt, when the store last told before the loss,
+	// is at or after lo), until the store's own count reaches it (the
+	// gateways' re-seeds have landed)
+	floor   int
+	floorAt int64
 	at      int64   // when the store last told
 	count   int     // the store's count when it last told
 	exp     []int64 // stamps of count that leave the window soon, ascending
@@ -24,6 +31,9 @@ type storeView struct {
 func (v *storeView) pulled(now int64, p *store.Pull) {
 	v.at = now
 	v.count = p.Count
+	if p.Count >= v.floor {
+		v.floor = 0
+	}
 	v.exp = append(v.exp[:0], p.Expiring...)
 	v.expN = nil
 	if p.ExpiringCounts != nil {
@@ -32,8 +42,12 @@ func (v *storeView) pulled(now int64, p *store.Pull) {
 	v.expOut, v.expGone = 0, 0
 }
 
-// known is the store's count less what has aged out before lo.
+// known is the store's count less what has aged out before lo, and no less
+// than a floor remembered from before the store lost the key.
 func (v *storeView) known(lo int64) int {
+	if v.floor > 0 {
+		return v.floored(lo)
+	}
 	i, exp := v.expOut, v.exp
 	if i == len(exp) || exp[i] >= lo {
 		return v.count - v.expGone
@@ -52,13 +66,30 @@ func (v *storeView) known(lo int64) int {
 	return v.count - v.expGone
 }
 
+// floored is known with a floor.
+func (v *storeView) floored(lo int64) int {
+	floor := v.floor
+	v.floor = 0
+	k := v.known(lo)
+	if v.floorAt >= lo {
+		v.floor = floor
+		k = max(k, floor)
+	}
+	return k
+}
+
 // rebase makes the view's count at lo equal count, a newer count from the
 // store (an answer to a query at now), keeping the expiring stamps still
 // ahead.
 func (v *storeView) rebase(now, lo int64, count int) {
+	floor := v.floor
+	v.floor = 0
 	v.known(lo)
 	v.at = now
 	v.count = count + v.expGone
+	if count < floor {
+		v.floor = floor
+	}
 }
 
 // remembered is known for the fallback: once the whole window has passed
@@ -71,11 +102,20 @@ func (v *storeView) remembered(lo int64) int {
 	return v.known(lo)
 }
 
-// forgot adjusts a view just pulled from a store that had lost the key:
-// the count the gateway knew before, old, still holds, and the pull's
-// count adds what was pushed since the loss, until the next pull counts
-// the re-seeded admits.
-func (v *storeView) forgot(old int) { v.count += old }
+// forgot adjusts a view just told by a store that had lost the key: the
+// count the gateway knew before, old, as of oldAt, is a floor until the
+// store's count reaches it or all of it has left the window.
+func (v *storeView) forgot(old int, oldAt int64) {
+	if old > v.count-v.expGone {
+		v.floor, v.floorAt = old, oldAt
+	}
+}
+
+// unfloored reports whether the store's count has no floor under it, or
+// is at least the floor.
+func (v *storeView) unfloored(lo int64) bool {
+	return v.floor == 0 || v.floorAt < lo
+}
 
 // agesAt is the first instant after now at which a stamp of the view (aged
 // to now) or an admit of l since its last sync (when that is the own count

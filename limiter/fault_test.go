@@ -2,13 +2,17 @@ package limiter
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
 )
@@ -217,36 +221,144 @@ func TestHugeCostIsOneEntry(t *testing.T) {
 	}
 }
 
-// A Redis that loses its data (restarted without persistence) forgets the
-// window: what was admitted before no longer counts, and each key may admit
-// up to L again. Run Redis with appendonly for a limit that must survive.
-func TestStoreThatLostItsData(t *testing.T) {
-	srv := redistest.Start(t) // no persistence
-	ctx := context.Background()
-	st, err := redisstore.Dial(ctx, srv.Addr, redisstore.Options{})
-	if err != nil {
-		t.Fatal(err)
+// lines counts the log lines that contain a text.
+type lines struct {
+	mu   sync.Mutex
+	text string
+	n    int
+}
+
+func (c *lines) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if strings.Contains(string(p), c.text) {
+		c.n++
 	}
-	defer st.Close()
-	l := mustNew(t, Config{Design: "central-log", Limit: 10, Window: time.Hour, Store: st, Logger: quietLog})
-	count := func() int {
+	return len(p), nil
+}
+
+func (c *lines) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// A Redis that loses its data mid-window (FLUSHALL, or a restart without
+// persistence) under a flood at three gateways of every design: each
+// gateway tells at its first contact since (a sync at most, Δ) that Redis
+// forgot the key, says so in one log line and Stats.Forgotten, pushes its
+// own admits of the window again at once, and keeps the count it
+// remembered until Redis's count has come back. No window holds more than
+// L plus one sync interval's arrivals, where it used to hold up to 2 L;
+// the exact designs hold L + K.
+func TestStoreThatLostItsData(t *testing.T) {
+	for _, how := range []string{"flushall", "restart"} {
+		t.Run(how, func(t *testing.T) {
+			srv := redistest.Start(t) // no persistence
+			names := slices.Concat(design.StudyDesigns, design.OwnDesigns)
+			type result struct {
+				worst, admitted, forgotten int
+				logged                     []int
+				err                        error
+			}
+			results := make([]result, len(names))
+			lost := make(chan struct{})
+			var wg sync.WaitGroup
+			for i, name := range names {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results[i].worst, results[i].admitted, results[i].forgotten, results[i].logged, results[i].err = forgetFleet(srv, name, lost)
+				}()
+			}
+			time.Sleep(3 * time.Second)
+			if how == "flushall" {
+				c := srv.Client()
+				if err := c.FlushAll(context.Background()).Err(); err != nil {
+					t.Fatal(err)
+				}
+				c.Close()
+			} else {
+				srv.Stop()
+				srv.Restart()
+			}
+			close(lost)
+			wg.Wait()
+			const limit, k, perSync = 200, 3, 20 // a flood of 100 a second, Δ = 200 ms
+			exact := []string{"central-log", "lease", "lease-ask", "headroom"}
+			for i, name := range names {
+				r := results[i]
+				if r.err != nil {
+					t.Errorf("%s: %v", name, r.err)
+					continue
+				}
+				bound := limit + perSync + k
+				if slices.Contains(exact, name) {
+					bound = limit + k
+				}
+				// the counter designs overshoot a flood by their nature, with a
+				// loss or not: TestForgottenKeyIsReseeded (design) holds them
+				// to it
+				if r.worst > bound && !slices.Contains([]string{"shared-counter", "extrapolate", "track-share"}, name) {
+					t.Errorf("%s: worst window %d, over %d", name, r.worst, bound)
+				}
+				t.Logf("%s: %d admitted, worst window %d of L = %d; %d gateways found the loss, log lines %v", name, r.admitted, r.worst, limit, r.forgotten, r.logged)
+				if name == "split" { // its rule never reads the store; its next push finds the loss
+					continue
+				}
+				if r.forgotten != k {
+					t.Errorf("%s: %d of %d gateways found that Redis forgot the key within a sync", name, r.forgotten, k)
+				}
+				for g, n := range r.logged {
+					if n != 1 {
+						t.Errorf("%s: gateway %d logged the loss %d times, want once", name, g, n)
+					}
+				}
+			}
+		})
+	}
+}
+
+// forgetFleet floods three gateways of a design on srv (L = 200 per 10 s,
+// Δ = 200 ms, 100 requests a second) for 6 s while the store loses its
+// data when lost closes, and returns the worst window, the admits, how many
+// gateways counted the loss within a sync of it, and each gateway's log
+// lines about it.
+func forgetFleet(srv *redistest.Server, name string, lost <-chan struct{}) (w, admitted, forgotten int, logged []int, err error) {
+	const k = 3
+	var ls []*Limiter
+	var logs []*lines
+	for i := range k {
+		st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{Prefix: "lost:" + name + ":"})
+		if err != nil {
+			return 0, 0, 0, nil, err
+		}
+		defer st.Close()
+		lg := &lines{text: "the store lost keys' windows"}
+		l, err := New(Config{Design: name, Limit: 200, Window: 10 * time.Second, Sync: 200 * time.Millisecond, Gateways: k, Gateway: i,
+			Store: st, Fleet: "lost:" + name, Logger: slog.New(slog.NewTextHandler(lg, nil))})
+		if err != nil {
+			return 0, 0, 0, nil, err
+		}
+		defer l.Close()
+		ls, logs = append(ls, l), append(logs, lg)
+	}
+	found := make(chan int, 1)
+	go func() { // count the gateways that found the loss within a sync
+		<-lost
+		time.Sleep(200*time.Millisecond + ls[0].Config().SyncTimeout)
 		n := 0
-		for i := 0; i < 20; i++ {
-			if l.Allow(ctx, "k").Allowed {
+		for _, l := range ls {
+			if l.Stats().Forgotten > 0 {
 				n++
 			}
 		}
-		return n
+		found <- n
+	}()
+	r := flood(ls, "k", 100, 6*time.Second, false)
+	ts := r.stamps()
+	for _, lg := range logs {
+		logged = append(logged, lg.count())
 	}
-	if n := count(); n != 10 {
-		t.Fatalf("admitted %d of 20 under L = 10", n)
-	}
-	srv.Stop()
-	srv.Restart()
-	for i := 0; i < 100 && st.Client().Ping(ctx).Err() != nil; i++ { // let the pool drop its dead connections
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := count(); n != 10 {
-		t.Fatalf("after Redis lost its data the key admitted %d more, want 10 (the window was forgotten)", n)
-	}
+	return worst(ts, 10*time.Second), len(ts), <-found, logged, nil
 }

@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +25,12 @@ type entry struct {
 	// another limit, or one evicted less than a window ago: its design
 	// knows nothing of the key yet, so its first request syncs it (with
 	// the old entry's last push) before deciding.
-	prime  bool
+	prime bool
+	// learn is set on an entry made for a key evicted less than a window
+	// ago: until the store has told it its count (a sync, or an answer),
+	// it admits nothing alone, not even by the fallback (its state knows
+	// nothing of the admits its window holds)
+	learn  bool
 	forgot int // the design's Forgotten() when last read
 	// Keys are often created one after another, so their entries sit
 	// side by side; without padding two goroutines on two keys write one
@@ -97,8 +103,12 @@ func (l *Limiter) create(key string, lim Limit, now int64) *entry {
 		ne.prime = true
 	} else {
 		l.nkeys.Add(1)
-		if l.decidesAlone() && l.evicted.has(key) {
-			ne.prime = true
+		if l.evicted.has(key) {
+			// it must hear from the store before it decides alone: a
+			// design that decides alone syncs first; one the store
+			// decides for learns from its first answer, and meanwhile
+			// does not fall back
+			ne.learn, ne.prime = true, l.decidesAlone()
 			l.stats.primed.Add(1)
 		}
 	}
@@ -112,8 +122,9 @@ func (l *Limiter) create(key string, lim Limit, now int64) *entry {
 func (l *Limiter) decidesAlone() bool { return !l.info.NoSync && !l.info.Leases }
 
 // retire marks e evicted and keeps for the next sync a last push of its
-// unsynced admits, which also hands back any lease slots it holds (a push
-// that asks for nothing). The caller holds createMu and not e's lock.
+// unsynced admits, withdrawals and re-seed, which also hands back any lease
+// slots it holds (a push that asks for nothing). The caller holds createMu
+// and not e's lock.
 func (l *Limiter) retire(e *entry, now int64) {
 	e.mu.Lock()
 	e.evicted = true
@@ -121,14 +132,10 @@ func (l *Limiter) retire(e *entry, now int64) {
 	var p store.Push
 	e.gw.SyncPush(now, &p)
 	e.mu.Unlock()
-	if len(p.Admits) > 0 || held > 0 {
-		last := store.Push{Gateway: p.Gateway, Admits: append([]int64(nil), p.Admits...), Seq: p.Seq, Epoch: p.Epoch}
-		if p.Counts != nil {
-			last.Counts = append([]int(nil), p.Counts...)
-		}
-		l.orphanMu.Lock()
-		l.orphans = append(l.orphans, store.SyncItem{Key: e.key, Push: last})
-		l.orphanMu.Unlock()
+	if len(p.Admits) > 0 || held > 0 || len(p.Withdraw) > 0 || len(p.Reseed) > 0 {
+		last := store.Push{Gateway: p.Gateway, Admits: slices.Clone(p.Admits), Counts: slices.Clone(p.Counts), Seq: p.Seq, Epoch: p.Epoch,
+			Withdraw: slices.Clone(p.Withdraw), Reseed: slices.Clone(p.Reseed), ReseedCounts: slices.Clone(p.ReseedCounts), ReseedID: p.ReseedID}
+		l.orphans.add(store.SyncItem{Key: e.key, Push: last})
 	}
 }
 
@@ -160,9 +167,7 @@ func (l *Limiter) drop(e *entry, now int64) {
 		l.retire(e, now)
 		l.nkeys.Add(-1)
 		l.stats.evicted.Add(1)
-		if l.decidesAlone() {
-			l.evicted.add(now, e.key.Name, e.key.Window.Size)
-		}
+		l.evicted.add(now, e.key.Name, e.key.Window.Size)
 	}
 }
 
@@ -171,19 +176,12 @@ func (l *Limiter) drop(e *entry, now int64) {
 // first, then the new design's, so that its view starts from the store's
 // count, and a design that counts its own admits (design.Primer) learns how
 // many the store holds. It gives up after the store timeout; the regular
-// sync then catches up. The retired pushes stay queued for the regular
-// sync too, which they cannot change twice.
+// sync then catches up (a renewed entry decides meanwhile, one that must
+// learn does not). The retired pushes stay queued for the regular sync
+// too, which they cannot change twice.
 func (l *Limiter) primeSync(ctx context.Context, e *entry, now int64) {
 	e.prime = false
-	var items []store.SyncItem
-	l.orphanMu.Lock()
-	for _, o := range l.orphans {
-		if o.Key.Name == e.key.Name {
-			items = append(items, o)
-		}
-	}
-	l.orphanMu.Unlock()
-	items = append(items, store.SyncItem{Key: e.key})
+	items := append(l.orphans.of(e.key.Name), store.SyncItem{Key: e.key})
 	last := &items[len(items)-1]
 	e.gw.SyncPush(now, &last.Push)
 	last.Push.WantOwn = true
@@ -193,6 +191,7 @@ func (l *Limiter) primeSync(ctx context.Context, e *entry, now int64) {
 		return
 	}
 	e.gw.SyncPull(now, &last.Pull)
+	e.learn = false
 	if p, ok := e.gw.(design.Primer); ok {
 		p.Prime(now, last.Pull.Own)
 	}

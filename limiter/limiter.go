@@ -150,7 +150,7 @@ type Stats struct {
 	Fallbacks     int64         // requests decided by the fallback
 	Abandoned     int64         // store calls a request gave up on (timed out or failed); what they did is withdrawn
 	Forgotten     int64         // keys found forgotten by the store (its data lost) and re-seeded
-	Primed        int64         // keys evicted and wanted again within a window, synced before deciding
+	Primed        int64         // keys evicted and wanted again within a window, which learn the store's count before deciding alone
 	Degraded      bool          // the store is unreachable now
 	LastSync      time.Duration // duration of the last sync
 	LastSyncKeys  int           // keys in the last sync
@@ -186,9 +186,8 @@ type Limiter struct {
 	forgetLog forgetLog  // says, once a minute at most, that the store forgot keys
 	evicted   tombstones // keys evicted lately; guarded by createMu
 
-	mu       sync.Mutex // serialises syncs
-	orphanMu sync.Mutex // guards orphans; never held while taking another lock
-	orphans  []store.SyncItem
+	mu      sync.Mutex // serialises syncs
+	orphans orphans    // retired entries' last pushes
 
 	onSync atomic.Pointer[func(time.Duration, error)]
 
@@ -410,6 +409,11 @@ func (l *Limiter) allow(ctx context.Context, key string, lim Limit, n int) Decis
 		if e.prime && !l.degraded.Load() {
 			l.primeSync(ctx, e, now)
 		}
+		if e.learn && (l.decidesAlone() || l.degraded.Load()) { // evicted lately, and the store could not tell it its count
+			e.prime = l.decidesAlone()
+			e.mu.Unlock()
+			return l.unlearned(e, now)
+		}
 		d := l.decide(ctx, e, now, giveUp, n)
 		e.mu.Unlock()
 		return d
@@ -434,6 +438,7 @@ func (l *Limiter) decide(ctx context.Context, e *entry, now, giveUp int64, n int
 		}
 		l.failRun.Store(0)
 		v = e.gw.Resume(now, n, q, a)
+		e.learn = false
 		l.checkForgot(e, now)
 	}
 	rem, reset := e.gw.View(now, false)
@@ -453,7 +458,7 @@ func (l *Limiter) abandon(ctx context.Context, e *entry, now int64, n int, q sto
 			l.storeFailed(err)
 		}
 	}
-	fall := !caller && !l.cfg.FailClosed
+	fall := !caller && !l.cfg.FailClosed && !e.learn
 	v := e.gw.Abandon(now, n, q, fall)
 	l.stats.fallbacks.Add(1)
 	if v == design.Admit {
@@ -473,6 +478,14 @@ func (l *Limiter) fallback(e *entry, now int64, n int) Decision {
 	}
 	rem, reset := e.gw.View(now, true)
 	return l.decision(e, ok, rem, reset, now, true)
+}
+
+// unlearned rejects a request for a key evicted less than a window ago
+// whose state has not heard from the store yet: it cannot tell how much of
+// its window is used, and must not admit more than it could have before.
+func (l *Limiter) unlearned(e *entry, now int64) Decision {
+	l.stats.fallbacks.Add(1)
+	return l.decision(e, false, 0, 0, now, true)
 }
 
 // decision is the Decision of a verdict and a view. When the view cannot

@@ -10,6 +10,10 @@ import (
 	"github.com/fleetlimit/fleetlimit/store"
 )
 
+// degradedRetry is the longest a degraded Limiter waits before it tries
+// the store again, whatever Δ.
+const degradedRetry = 250 * time.Millisecond
+
 func (l *Limiter) loop(phase time.Duration) {
 	defer close(l.done)
 	t := time.NewTimer(phase)
@@ -21,8 +25,13 @@ func (l *Limiter) loop(phase time.Duration) {
 		case <-t.C:
 		}
 		l.nextSync.Store(l.cfg.Now() + int64(l.cfg.Sync))
-		t.Reset(l.cfg.Sync)
+		start := time.Now()
 		_ = l.SyncNow(context.Background())
+		next := l.cfg.Sync
+		if l.degraded.Load() { // try again soon: one late answer must not cost Δ of fallback
+			next = min(next, degradedRetry)
+		}
+		t.Reset(max(next-time.Since(start), 0))
 	}
 }
 
@@ -48,9 +57,7 @@ func (l *Limiter) syncNow(ctx context.Context, start time.Time) error {
 		all = append(all, v.(*entry))
 		return true
 	})
-	l.orphanMu.Lock()
-	orphans := append([]store.SyncItem(nil), l.orphans...)
-	l.orphanMu.Unlock()
+	orphans := l.orphans.all()
 	// Retired entries' last pushes go first: a key re-created since
 	// pushes with a later epoch, and a store ignores earlier epochs' pushes
 	// once it has seen a later one.
@@ -73,9 +80,7 @@ func (l *Limiter) syncNow(ctx context.Context, start time.Time) error {
 		l.storeFailed(err)
 		return fmt.Errorf("limiter: sync of %d keys stopped after %d: %w", len(items), synced, err)
 	}
-	l.orphanMu.Lock()
-	l.orphans = append(l.orphans[:0], l.orphans[len(orphans):]...)
-	l.orphanMu.Unlock()
+	l.orphans.drop(len(orphans))
 	l.storeOK()
 	l.stats.syncs.Add(1)
 	l.stats.lastSync.Store(int64(time.Since(start)))
@@ -163,6 +168,7 @@ func (l *Limiter) pull(ents []*entry, items []store.SyncItem, lo, hi int, now in
 		e.mu.Lock()
 		if !e.evicted {
 			e.gw.SyncPull(now, &items[i].Pull)
+			e.learn = false
 			if l.checkForgot(e, now) {
 				forgot = append(forgot, e)
 			}

@@ -1,0 +1,116 @@
+package limiter
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/internal/redistest"
+	"github.com/fleetlimit/fleetlimit/store"
+	"github.com/fleetlimit/fleetlimit/store/memstore"
+	"github.com/fleetlimit/fleetlimit/store/redisstore"
+)
+
+// evictionRun asks a gateway of design name on st for n keys in turn, each
+// once, at L = 1 per hour with room for maxKeys: every key is admitted and
+// most are evicted. Then it asks again for 1,000 of the keys evicted first,
+// all still inside their window, and returns how many were admitted again.
+func evictionRun(t *testing.T, st store.Backend, name string, n, maxKeys int) int {
+	l, err := New(Config{Design: name, Limit: 1, Window: time.Hour, Sync: 5 * time.Second, MaxKeys: maxKeys, Store: st, Logger: quietLog,
+		Fleet: "evict-" + name})
+	if err != nil {
+		t.Error(err)
+		return -1
+	}
+	defer l.Close()
+	ctx := context.Background()
+	unheard := 0
+	for i := range n {
+		d := l.Allow(ctx, fmt.Sprintf("%s-%d", name, i))
+		switch {
+		case d.Allowed:
+		case !d.Degraded:
+			t.Errorf("%s: key %d, asked for the first time, was rejected", name, i)
+			return -1
+		default:
+			// a new key the tombstones take for an evicted one (1%)
+			// while the store does not answer in time
+			unheard++
+		}
+	}
+	if unheard > n/100 {
+		t.Errorf("%s: %d of %d new keys rejected while the store did not answer in time", name, unheard, n)
+	}
+	again := 0
+	for i := range 1000 {
+		if l.Allow(ctx, fmt.Sprintf("%s-%d", name, i)).Allowed {
+			again++
+		}
+	}
+	// (a few of the first keys may still be held: eviction takes the
+	// oldest of a sample)
+	if st := l.Stats(); st.Evicted < int64(n-maxKeys) || st.Primed < 900 && l.decidesAlone() {
+		t.Errorf("%s: %+v: want %d evictions and the evicted keys asked again primed", name, st, n-maxKeys)
+	}
+	return again
+}
+
+// evictionSuite runs evictionRun for each design on the embedded store and
+// on a real redis-server, the runs of one store at once, and requires that
+// at most 1% of the evicted keys asked again are admitted again (it was
+// 897 of 1,000 on the embedded store and 336 on Redis).
+func evictionSuite(t *testing.T, n, maxKeys int, designs ...string) {
+	srv := redistest.Start(t)
+	stores := map[string]func() store.Backend{
+		"memstore": func() store.Backend { return memstore.New() },
+		"redis": func() store.Backend {
+			st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+	}
+	for _, where := range []string{"memstore", "redis"} {
+		start := time.Now()
+		var wg sync.WaitGroup
+		again := make([]int, len(designs))
+		for i, name := range designs {
+			st := stores[where]()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				again[i] = evictionRun(t, st, name, n, maxKeys)
+			}()
+		}
+		wg.Wait()
+		t.Logf("%s: %v", where, time.Since(start).Round(time.Millisecond))
+		for i, name := range designs {
+			t.Logf("%s on %s: %d keys, room for %d: %d of 1000 evicted keys admitted again within their window", name, where, n, maxKeys, again[i])
+			if again[i] > 10 {
+				t.Errorf("%s on %s: %d of 1000 evicted keys admitted again, want at most 1%%", name, where, again[i])
+			}
+		}
+	}
+}
+
+// A key evicted under MaxKeys and asked for again within its window learns
+// the store's count before it decides (Config.MaxKeys, tombstones): at
+// most 1% of such keys are admitted twice. A fiftieth of the full scale,
+// for the run under the race detector; TestEvictionAtScale has the rest.
+func TestEvictedKeysLearnBeforeTheyAdmit(t *testing.T) {
+	evictionSuite(t, 20_000, 2_000, "shared-counter", "headroom", "split", "central-log")
+}
+
+// TestEvictedKeysLearnBeforeTheyAdmit at full scale: 10^6 keys at L = 1 per
+// hour through a gateway that holds 100,000. It runs without the race
+// detector (./scripts/test runs it on its own).
+func TestEvictionAtScale(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("10^6 keys: run without -race (./scripts/test does)")
+	}
+	evictionSuite(t, 1_000_000, 100_000, "shared-counter")
+}
