@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
@@ -62,6 +63,7 @@ func TestPausedStore(t *testing.T) {
 	const margin = 150 * time.Millisecond
 	for _, name := range []string{"central-log", "lease-ask", "shared-counter", "headroom"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			srv := redistest.Start(t)
 			st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
 			if err != nil {
@@ -263,12 +265,25 @@ func TestStoreThatLostItsData(t *testing.T) {
 			}
 			results := make([]result, len(names))
 			lost := make(chan struct{})
+			// headroom's bound is L plus its local budgets, B_j: a watch
+			// records them
+			budgets := &budgetWatch{cur: make([]int, 3), most: make([]int, 3)}
+			watchedHeadroom := fmt.Sprintf("headroom-lost-%d", watchRuns.Add(1))
+			if err := design.Register(design.Info{Name: watchedHeadroom, FineBuckets: true, New: func(c design.Config) design.Gateway {
+				return watched{design.NewHeadroom(c, design.HeadroomTolerance), budgets, c.Gateway}
+			}}); err != nil {
+				t.Fatal(err)
+			}
 			var wg sync.WaitGroup
 			for i, name := range names {
+				dsg := name
+				if name == "headroom" {
+					dsg = watchedHeadroom
+				}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					results[i].worst, results[i].admitted, results[i].forgotten, results[i].logged, results[i].err = forgetFleet(srv, name, lost)
+					results[i].worst, results[i].admitted, results[i].forgotten, results[i].logged, results[i].err = forgetFleet(srv, name, dsg, lost)
 				}()
 			}
 			time.Sleep(3 * time.Second)
@@ -296,6 +311,9 @@ func TestStoreThatLostItsData(t *testing.T) {
 				if slices.Contains(exact, name) {
 					bound = limit + k
 				}
+				if name == "headroom" {
+					bound += budgets.sum()
+				}
 				// the counter designs overshoot a flood by their nature, with a
 				// loss or not: TestForgottenKeyIsReseeded (design) holds them
 				// to it
@@ -319,12 +337,12 @@ func TestStoreThatLostItsData(t *testing.T) {
 	}
 }
 
-// forgetFleet floods three gateways of a design on srv (L = 200 per 10 s,
+// forgetFleet floods three gateways of a design (registered as dsg) on srv (L = 200 per 10 s,
 // Δ = 200 ms, 100 requests a second) for 6 s while the store loses its
 // data when lost closes, and returns the worst window, the admits, how many
 // gateways counted the loss within a sync of it, and each gateway's log
 // lines about it.
-func forgetFleet(srv *redistest.Server, name string, lost <-chan struct{}) (w, admitted, forgotten int, logged []int, err error) {
+func forgetFleet(srv *redistest.Server, name, dsg string, lost <-chan struct{}) (w, admitted, forgotten int, logged []int, err error) {
 	const k = 3
 	var ls []*Limiter
 	var logs []*lines
@@ -335,7 +353,7 @@ func forgetFleet(srv *redistest.Server, name string, lost <-chan struct{}) (w, a
 		}
 		defer st.Close()
 		lg := &lines{text: "the store lost keys' windows"}
-		l, err := New(Config{Design: name, Limit: 200, Window: 10 * time.Second, Sync: 200 * time.Millisecond, Gateways: k, Gateway: i,
+		l, err := New(Config{Design: dsg, Limit: 200, Window: 10 * time.Second, Sync: 200 * time.Millisecond, Gateways: k, Gateway: i,
 			Store: st, Fleet: "lost:" + name, Logger: slog.New(slog.NewTextHandler(lg, nil))})
 		if err != nil {
 			return 0, 0, 0, nil, err

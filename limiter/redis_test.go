@@ -368,6 +368,14 @@ func (x watched) Decide(now int64, n int) (design.Verdict, store.Query) {
 	return v, q
 }
 
+// Forgotten is the watched design's (design.Forgetful).
+func (x watched) Forgotten() int {
+	if f, ok := x.Gateway.(design.Forgetful); ok {
+		return f.Forgotten()
+	}
+	return 0
+}
+
 func (x watched) SyncPull(now int64, p *store.Pull) {
 	x.Gateway.SyncPull(now, p)
 	x.w.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -302,17 +303,43 @@ func StartCluster(t testing.TB, n int) string {
 	return strings.Join(addrs, ",")
 }
 
-// waitPing waits up to 10 s for the server at addr to answer, and fails t
-// with the server's log if it does not.
-// freePort returns a loopback port free when asked.
-func freePort(t testing.TB) int {
+func freePort(t testing.TB) int { t.Helper(); return FreePort(t) }
+
+// FreePort returns a loopback port free when asked, for a server the test
+// starts. It is drawn at random from below the kernel's range of ephemeral
+// ports (ip_local_port_range), which the kernel hands out for bind(0) and
+// outgoing connections: a port from that range, closed and bound again a
+// moment later by a child process, was now and then taken meanwhile by a
+// redis-server or a client of another test binary ("address already in
+// use"). Outside the range only another test's own draw can take it.
+func FreePort(t testing.TB) int {
 	t.Helper()
+	lo, hi := 20000, ephemeralStart()-1
+	for i := 0; hi > lo && i < 200; i++ {
+		p := lo + rand.IntN(hi-lo+1)
+		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+			l.Close()
+			return p
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ephemeralStart is the first port of the kernel's ephemeral range (32768
+// when it cannot tell).
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if f := strings.Fields(string(b)); err == nil && len(f) == 2 {
+		if n, err := strconv.Atoi(f[0]); err == nil {
+			return n
+		}
+	}
+	return 32768
 }
 
 func waitPing(t testing.TB, opt *redis.Options, logFile string) {
