@@ -9,15 +9,20 @@ import "github.com/fleetlimit/fleetlimit/window"
 const HistoryBuckets = 16
 
 // history counts a gateway's acknowledged admits of one key in the window,
-// in HistoryBuckets buckets of the window, so that it can push them again
-// to a store that lost them. Its memory is fixed whatever the traffic.
+// in buckets of a HistoryBuckets-th of the window, so that it can push them
+// again to a store that lost them. It holds one bucket more than a window,
+// as the oldest bucket still in the window is a part one. Its memory is
+// fixed whatever the traffic.
 type history struct {
 	spec   window.Spec
 	width  int64 // a bucket's span, ns
-	counts [HistoryBuckets]int32
-	last   int64 // the newest bucket written; the ring holds last-HistoryBuckets+1 .. last
+	counts [ring]int32
+	last   int64 // the newest bucket written; the ring holds last-ring+1 .. last
 	used   bool
 }
+
+// ring is the buckets a history holds.
+const ring = HistoryBuckets + 1
 
 func newHistory(spec window.Spec) *history {
 	w := max((int64(spec.Size)+HistoryBuckets-1)/HistoryBuckets, 1) // the buckets cover the window
@@ -32,14 +37,14 @@ func (h *history) add(t int64, n int) {
 	case !h.used:
 		h.used, h.last = true, b
 	case b > h.last:
-		for x := max(h.last+1, b-HistoryBuckets+1); x <= b; x++ {
-			h.counts[x%HistoryBuckets] = 0
+		for x := max(h.last+1, b-ring+1); x <= b; x++ {
+			h.counts[x%ring] = 0
 		}
 		h.last = b
-	case b <= h.last-HistoryBuckets:
+	case b <= h.last-ring:
 		return
 	}
-	c := &h.counts[b%HistoryBuckets]
+	c := &h.counts[b%ring]
 	*c = int32(min(int64(*c)+int64(n), 1<<31-1))
 }
 
@@ -52,11 +57,11 @@ func (h *history) snapshot(now int64) (stamps []int64, counts []int) {
 		return nil, nil
 	}
 	lo := h.spec.Lo(now)
-	for b := h.last - HistoryBuckets + 1; b <= h.last; b++ {
+	for b := h.last - ring + 1; b <= h.last; b++ {
 		if b < 0 {
 			continue
 		}
-		c := h.counts[b%HistoryBuckets]
+		c := h.counts[b%ring]
 		end := min((b+1)*h.width-1, now)
 		if c == 0 || end < lo {
 			continue

@@ -12,8 +12,9 @@ import (
 )
 
 // storeFailed marks the Limiter degraded: every request falls back at once
-// until a sync succeeds. It says so once per change of state.
+// until two syncs in a row succeed. It says so once per change of state.
 func (l *Limiter) storeFailed(err error) {
+	l.recovering.Store(false)
 	if !l.degraded.Swap(true) {
 		mode := "the fallback decides from the count the store last reported"
 		if l.cfg.FailClosed {
@@ -23,9 +24,17 @@ func (l *Limiter) storeFailed(err error) {
 	}
 }
 
-// storeOK ends the degraded state after a successful sync.
+// storeOK ends the degraded state at the second successful sync in a row:
+// the first pushes this gateway's fallback admits, and the other gateways
+// push theirs within a sync interval (sooner, as they try again within
+// degradedRetry); until then the store's count lacks them, and this
+// gateway still falls back, from the count the first sync brought.
 func (l *Limiter) storeOK() {
 	l.failRun.Store(0)
+	if !l.degraded.Load() || !l.recovering.Swap(true) {
+		return
+	}
+	l.recovering.Store(false)
 	if l.degraded.Swap(false) {
 		l.cfg.Logger.Info("fleetlimit: store reachable again; syncing resumed", "gateway", l.fleet.Load().index)
 	}

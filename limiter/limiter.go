@@ -174,10 +174,11 @@ type Limiter struct {
 	createMu sync.Mutex // serialises creating, renewing and evicting keys
 	nkeys    atomic.Int64
 
-	degraded atomic.Bool
-	failRun  atomic.Int64 // request-path calls failed in a row
-	nextSync atomic.Int64
-	stats    struct {
+	degraded   atomic.Bool
+	recovering atomic.Bool  // degraded, and one sync has succeeded since
+	failRun    atomic.Int64 // request-path calls failed in a row
+	nextSync   atomic.Int64
+	stats      struct {
 		syncs, storeErrors, fallbacks, fallbackAdmits, evicted, roundTrips atomic.Int64
 		abandoned, forgotten, primed                                       atomic.Int64
 		lastSync                                                           atomic.Int64

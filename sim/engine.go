@@ -36,6 +36,7 @@ const (
 	evAnswer                  // an answer reaches the gateway
 	evMembers                 // the fleet's size changes
 	evLearn                   // a gateway learns the fleet's size
+	evForget                  // the store loses everything it holds
 )
 
 // event is something in flight.
@@ -54,6 +55,7 @@ type event struct {
 	a    store.Answer
 	k    int   // evMembers, evLearn: the fleet's size
 	gone []int // evLearn: the members that left, as the gateway learns them
+	down bool  // evSyncLost, evAnswer: the store was down: the call failed
 }
 
 // waitKind is what waits at a gateway while it waits on the store.
@@ -87,6 +89,13 @@ type gwState struct {
 	gone    []int
 	remakes uint64
 	beat    int64
+	// an outage: whether it falls back for every request (until a sync
+	// succeeds), its request-path calls failed in a row, and how many
+	// times its design has found the store forgot the key
+	degraded bool
+	back     bool // degraded, and one sync has succeeded since the outage
+	fails    int
+	forgot   int
 }
 
 // epoch is the epoch of the gateway's design now: later for every restart
@@ -118,7 +127,17 @@ func (r *runner) faulty() {
 			}
 		}
 	}
+	for _, t := range f.Forgets {
+		e.schedule(event{t: int64(t), kind: evForget})
+	}
 	e.run()
+}
+
+// syncs reports whether the run's gateways sync: every design but one that
+// needs no sync (central-log), which syncs when a store that fails or
+// forgets leaves it something to push, or falls back.
+func (e *engine) syncs() bool {
+	return !e.r.info.NoSync || len(e.f.Outages) > 0 || len(e.f.Forgets) > 0
 }
 
 // clockOffsets draws each of k gateways' clock offset, uniformly within
@@ -150,9 +169,10 @@ func (e *engine) run() {
 	r := e.r
 	sy := syncClock{r: r}
 	at, g, c := r.src.next()
+	syncs := e.syncs()
 	for {
 		next := min(at, r.end)
-		if !r.info.NoSync {
+		if syncs {
 			next = min(next, sy.at())
 		}
 		if len(e.ev.h) > 0 && e.ev.h[0].t <= next {
@@ -166,7 +186,7 @@ func (e *engine) run() {
 		if next >= r.end {
 			break
 		}
-		if !r.info.NoSync && sy.at() == next {
+		if syncs && sy.at() == next {
 			e.syncDue(next, sy.g())
 			sy.advance()
 			continue
@@ -211,7 +231,13 @@ func (e *engine) handle(ev event) {
 		e.resize(ev.t, ev.k)
 	case evLearn:
 		e.learn(ev)
+	case evForget:
+		r.key.Forget(ev.t)
 	case evStoreSync:
+		if e.f.down(ev.t) {
+			e.schedule(event{t: ev.t + ev.back, kind: evSyncLost, g: ev.g, life: ev.life, down: true})
+			return
+		}
 		if e.d.lost(e.f.Loss) {
 			e.schedule(event{t: ev.t + ev.back, kind: evSyncLost, g: ev.g, life: ev.life})
 			return
@@ -228,7 +254,9 @@ func (e *engine) handle(ev event) {
 		}
 		e.schedule(event{t: ev.t + ev.back, kind: evPull, g: ev.g, life: ev.life, pull: pull})
 	case evStoreAsk:
-		ev.a = r.storeAnswer(ev.sent, ev.g, ev.q)
+		if ev.down = e.f.down(ev.t); !ev.down {
+			ev.a = r.storeAnswer(ev.sent, ev.g, ev.q)
+		}
 		ev.kind, ev.t = evAnswer, ev.t+ev.back
 		e.schedule(ev)
 	case evPull, evSyncLost:
@@ -238,6 +266,7 @@ func (e *engine) handle(ev event) {
 		}
 		if ev.kind == evSyncLost {
 			s.syncing = false
+			s.degraded = s.degraded || ev.down
 			return
 		}
 		if s.waiting {
@@ -255,6 +284,8 @@ func (e *engine) syncDue(t int64, g int) {
 	s := &e.gs[g]
 	switch {
 	case !s.alive:
+	case e.r.info.NoSync && !s.degraded && e.r.gws[g].(design.Lazy).QuietSyncs() > 0:
+		// a design that needs no sync, with nothing to push
 	case s.syncing:
 		// the last one is still out: this one is left out
 	case s.waiting:
@@ -277,6 +308,10 @@ func (e *engine) startSync(t int64, g int) {
 	r.m.performed++
 	r.heldAfter(t, g, held)
 	if e.f.RTT == 0 {
+		if e.f.down(t) {
+			s.degraded = true
+			return
+		}
 		if e.d.lost(e.f.Loss) {
 			return
 		}
@@ -293,12 +328,21 @@ func (e *engine) startSync(t int64, g int) {
 }
 
 func (e *engine) pull(t int64, g int, p store.Pull) {
-	r := e.r
-	e.gs[g].syncing = false
+	r, s := e.r, &e.gs[g]
+	s.syncing, s.fails = false, 0
+	// the first sync after an outage pushes the fallback's admits; the
+	// others' arrive within a sync interval: until its next sync the
+	// gateway still falls back, from the fresh count (the live limiter
+	// does the same)
+	s.degraded, s.back = s.degraded && !s.back, s.degraded && !s.back
 	held := r.heldBefore(g)
 	r.pull = p // the runner's scratch: p's address would escape
 	r.gws[g].SyncPull(e.clock(t, g), &r.pull)
 	r.heldAfter(t, g, held)
+	if f, ok := r.gws[g].(design.Forgetful); ok && f.Forgotten() != s.forgot {
+		s.forgot = f.Forgotten()
+		e.startSync(t, g) // re-seed at once, as the live limiter does
+	}
 }
 
 // arrive is a request at t of traffic c reaching gateway g.
@@ -320,11 +364,22 @@ func (e *engine) decide(t int64, g, c int) {
 	gw := r.gws[g]
 	held := r.heldBefore(g)
 	now := e.clock(t, g)
+	if s.degraded {
+		r.m.fallbacks++
+		v := gw.Fallback(now, 1)
+		r.heldAfter(t, g, held)
+		e.record(t, g, v, c)
+		return
+	}
 	v, q := gw.Decide(now, 1)
 	if v == design.Ask {
 		r.m.roundTrips++
 		if e.f.RTT == 0 {
-			v = gw.Resume(now, 1, q, r.storeAnswer(now, g, q))
+			if e.f.down(t) {
+				v = e.abandon(g, now, q)
+			} else {
+				v = gw.Resume(now, 1, q, r.storeAnswer(now, g, q))
+			}
 		} else {
 			r.heldAfter(t, g, held)
 			s.waiting = true
@@ -353,11 +408,29 @@ func (e *engine) answer(ev event) {
 		return
 	}
 	held := r.heldBefore(ev.g)
-	v := r.gws[ev.g].Resume(e.clock(ev.t, ev.g), 1, ev.q, ev.a)
+	var v design.Verdict
+	if now := e.clock(ev.t, ev.g); ev.down {
+		v = e.abandon(ev.g, now, ev.q)
+	} else {
+		s.fails = 0
+		v = r.gws[ev.g].Resume(now, 1, ev.q, ev.a)
+	}
 	r.heldAfter(ev.t, ev.g, held)
 	e.record(ev.t, ev.g, v, ev.c)
 	s.waiting = false
 	e.drain(ev.t, ev.g)
+}
+
+// abandon ends gateway g's decision whose call failed: the design
+// withdraws it and falls back, and FailAfter failures in a row make the
+// gateway fall back for every request until a sync succeeds.
+func (e *engine) abandon(g int, now int64, q store.Query) design.Verdict {
+	s := &e.gs[g]
+	if s.fails++; s.fails >= FailAfter {
+		s.degraded = true
+	}
+	e.r.m.fallbacks++
+	return e.r.gws[g].Abandon(now, 1, q, true)
 }
 
 // drain runs what waited at gateway g, at t, until it must wait again.

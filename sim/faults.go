@@ -53,6 +53,20 @@ type Faults struct {
 	Members []MemberChange
 	// MemberTTL is the membership's lease; 0: 10 s, the live default.
 	MemberTTL time.Duration
+	// Outages are spans during which the store answers nothing. A gateway
+	// whose sync fails, or whose calls on the request path fail FailAfter
+	// times in a row, falls back (design.Gateway.Fallback) for every
+	// request until a sync succeeds, as the live limiter does (which tries
+	// again within 250 ms; here at the gateway's next sync); a request
+	// whose own call failed is abandoned (design.Gateway.Abandon) and falls
+	// back. Syncs of a design that needs none (central-log) run while it
+	// has something to push or falls back.
+	Outages []Outage
+	// Forgets are the times the store loses everything it holds, as a
+	// Redis restarted without persistence does: the gateways keep a
+	// history of their admits (design.Config.Reseed), find the loss at
+	// their next contact and push them again at once.
+	Forgets []time.Duration
 }
 
 // MemberChange is the fleet's size changing at a time.
@@ -82,7 +96,7 @@ const (
 
 // Active reports whether any fault is set.
 func (f Faults) Active() bool {
-	return f.RTT > 0 || f.Loss > 0 || f.Skew > 0 || len(f.Restarts) > 0 || len(f.Members) > 0
+	return f.RTT > 0 || f.Loss > 0 || f.Skew > 0 || len(f.Restarts) > 0 || len(f.Members) > 0 || len(f.Outages) > 0 || len(f.Forgets) > 0
 }
 
 // memberTTL is the membership's lease.
@@ -128,6 +142,9 @@ func (f Faults) validate(p Params) error {
 	if f.MemberTTL < 0 || f.MemberTTL > time.Hour {
 		return fmt.Errorf("member ttl %v: want 0 (10s) to 1h", f.MemberTTL)
 	}
+	if err := validateOutages(f.Outages, f.Forgets, p.Duration); err != nil {
+		return err
+	}
 	for _, r := range f.Restarts {
 		switch {
 		case r.At <= 0 || r.At >= p.Duration:
@@ -164,6 +181,12 @@ func (f Faults) flags() string {
 	if f.MemberTTL > 0 {
 		s += " --member-ttl " + f.MemberTTL.String()
 	}
+	if len(f.Outages) > 0 {
+		s += " --outage " + OutagesString(f.Outages)
+	}
+	if len(f.Forgets) > 0 {
+		s += " --forget " + ForgetsString(f.Forgets)
+	}
 	return s
 }
 
@@ -196,8 +219,12 @@ func ParseFaults(s string) (Faults, error) {
 			f.Members, err = ParseMembers(v)
 		case "--member-ttl":
 			f.MemberTTL, err = time.ParseDuration(v)
+		case "--outage":
+			f.Outages, err = ParseOutages(v)
+		case "--forget":
+			f.Forgets, err = ParseForgets(v)
 		default:
-			err = fmt.Errorf("unknown flag %q: want --rtt, --rtt-p99, --sync-loss, --clock-skew, --restart, --members or --member-ttl", fields[i])
+			err = fmt.Errorf("unknown flag %q: want --rtt, --rtt-p99, --sync-loss, --clock-skew, --restart, --members, --member-ttl, --outage or --forget", fields[i])
 		}
 		if err != nil {
 			return Faults{}, fmt.Errorf("faults %q: %w", s, err)

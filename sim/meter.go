@@ -14,6 +14,7 @@ type meter struct {
 	leases bool
 
 	requests, admitted, rejected, roundTrips, syncs int64
+	fallbacks                                       int64 // requests the fallback decided (outages)
 	performed                                       int64 // syncs actually run (the lazy mode skips quiet ones)
 	admittedAfter                                   int64 // admits at t >= W
 
@@ -174,6 +175,7 @@ func (m *meter) result(end int64) Result {
 		Admitted:   m.admitted,
 		Rejected:   m.rejected,
 		RoundTrips: m.roundTrips,
+		Fallbacks:  m.fallbacks,
 		Syncs:      m.syncs,
 		Store:      m.store,
 		Figures: Figures{

@@ -213,7 +213,10 @@ type Result struct {
 	Admitted   int64
 	Rejected   int64
 	RoundTrips int64 // requests whose decision waited on the store
-	Syncs      int64 // gateway syncs performed
+	// Fallbacks are the requests the fallback decided while the store was
+	// down (Faults.Outages).
+	Fallbacks int64 `json:",omitempty"`
+	Syncs     int64 // gateway syncs performed
 
 	// Store is what the store carried: stamps pushed (at syncs and
 	// carried by round trips) and pulled (Pull.Expiring), and the most
@@ -488,7 +491,7 @@ func (r *runner) storeAnswer(now int64, g int, q store.Query) store.Answer {
 func (r *runner) gatewayConfig(g int) design.Config {
 	p := r.p
 	return design.Config{Limit: p.Limit, Window: p.Spec(),
-		Gateways: p.Gateways, Gateway: g, Sync: p.Sync}
+		Gateways: p.Gateways, Gateway: g, Sync: p.Sync, Reseed: len(p.Faults.Forgets) > 0}
 }
 
 // heldBefore returns gateway g's held lease slots before a step that may

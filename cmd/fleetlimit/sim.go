@@ -22,6 +22,7 @@ func newSimCmd() *cobra.Command {
 		traffic, routing, kind string
 		restarts               string
 		members                string
+		outages, forgets       string
 		seeds                  int
 		asJSON                 bool
 		workers                int
@@ -56,6 +57,12 @@ A store that is not ideal (all off by default, which is the study's model):
                          the gateway retries at its next sync
   --clock-skew D         each gateway's clock is off by up to ±D
   --restart T:G,...      gateway G (or "all") loses its unsynced state at T
+  --outage T+D,...       the store answers nothing from T for D: each gateway
+                         falls back (from the count it last heard) until a
+                         sync succeeds, as serve does; fallbacks are counted
+  --forget T,...         the store loses everything it holds at T (a Redis
+                         restarted without persistence): the gateways find it
+                         at their next contact and push their admits again
 
 Many keys: --keys N [--key-dist uniform|zipf:S] runs N keys through the
 fleet at once (the traffic is each key's on average) and reports, beside the
@@ -66,6 +73,7 @@ entries held.`,
   fleetlimit sim --design lease --gateways 32 --traffic steady:0.8 --routing uneven --seeds 5 --json
   fleetlimit sim --design extrapolate --traffic steady:0.8,flood:100@1+20m --duration 40m
   fleetlimit sim --design shared-counter --traffic flood:100 --duration 20m --rtt 10ms --sync-loss 0.1
+  fleetlimit sim --design central-log --gateways 8 --traffic steady:0.8 --duration 20m --outage 10m+1m --forget 15m
   fleetlimit sim --design headroom --keys 1000 --key-dist zipf:1.1 --traffic steady:0.5 --duration 10m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -91,6 +99,12 @@ entries held.`,
 				return usageError{err}
 			}
 			if d.Faults.Restarts, err = sim.ParseRestarts(restarts); err != nil {
+				return usageError{err}
+			}
+			if d.Faults.Outages, err = sim.ParseOutages(outages); err != nil {
+				return usageError{err}
+			}
+			if d.Faults.Forgets, err = sim.ParseForgets(forgets); err != nil {
 				return usageError{err}
 			}
 			if seeds < 1 || seeds > 100000 {
@@ -150,6 +164,8 @@ entries held.`,
 	f.DurationVar(&d.Faults.Skew, "clock-skew", 0, "each gateway's clock is off by an amount drawn from [-D, D]")
 	f.StringVar(&restarts, "restart", "", "T:G,... gateway G (or all) loses its unsynced state at time T")
 	f.StringVar(&members, "members", "", "T:K,... the fleet becomes K gateways at time T: newcomers join, or the highest indexes crash; the others learn at their membership heartbeats")
+	f.StringVar(&outages, "outage", "", "T+D,... the store answers nothing from time T for D; the gateways fall back")
+	f.StringVar(&forgets, "forget", "", "T,... the store loses everything it holds at time T; the gateways re-seed it")
 	f.DurationVar(&d.Faults.MemberTTL, "member-ttl", 0, "the membership's lease: heartbeats every third of it, a crashed member forgotten after it (0: 10s, serve's default)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.IntVar(&workers, "workers", 0, "parallel runs (0: one per core)")
@@ -165,6 +181,7 @@ type simRun struct {
 	Admitted          int64   `json:"admitted"`
 	Rejected          int64   `json:"rejected"`
 	RoundTrips        int64   `json:"round_trips"`
+	Fallbacks         int64   `json:"fallbacks,omitempty"`
 	Syncs             int64   `json:"syncs"`
 	AdmittedX         float64 `json:"admitted_x"`
 	WorstWindowX      float64 `json:"worst_window_x"`
@@ -189,7 +206,7 @@ type simRunPart struct {
 
 func toSimRun(r sim.Result) simRun {
 	run := simRun{Seed: r.Params.Seed, Requests: r.Requests, Admitted: r.Admitted, Rejected: r.Rejected, RoundTrips: r.RoundTrips,
-		Syncs: r.Syncs, AdmittedX: r.AdmittedX, WorstWindowX: r.WorstWindowX, WorstFixedWindowX: r.WorstFixedWindowX,
+		Fallbacks: r.Fallbacks, Syncs: r.Syncs, AdmittedX: r.AdmittedX, WorstWindowX: r.WorstWindowX, WorstFixedWindowX: r.WorstFixedWindowX,
 		RejectedPct: r.RejectedPct, RoundTripPct: r.RoundTripPct, StrandedX: r.StrandedX, AttackWindowX: r.AttackWindowX}
 	if r.AttackStart > 0 {
 		run.AttackStart = r.AttackStart.String()
@@ -225,6 +242,8 @@ func writeSimJSON(w io.Writer, p sim.Params, results []sim.Result) error {
 		ClockSkew         string   `json:"clock_skew,omitempty"`
 		Restarts          string   `json:"restarts,omitempty"`
 		Members           string   `json:"members,omitempty"`
+		Outages           string   `json:"outages,omitempty"`
+		Forgets           string   `json:"forgets,omitempty"`
 		Seed              uint64   `json:"seed"`
 		Seeds             int      `json:"seeds"`
 		AdmittedX         float64  `json:"admitted_x"`
@@ -236,7 +255,8 @@ func writeSimJSON(w io.Writer, p sim.Params, results []sim.Result) error {
 		Runs              []simRun `json:"runs"`
 	}{p.Design, p.Gateways, p.Sync.String(), p.Limit, p.Window.String(), p.WindowKind.String(), p.WindowBuckets,
 		p.MixString(), p.Routing.String(), p.Duration.String(), p.AlignedSync, leasePolicy(p),
-		durText(p.Faults.RTT), durText(p.Faults.RTTP99), p.Faults.Loss, durText(p.Faults.Skew), sim.RestartsString(p.Faults.Restarts), sim.MembersString(p.Faults.Members), p.Seed, len(results),
+		durText(p.Faults.RTT), durText(p.Faults.RTTP99), p.Faults.Loss, durText(p.Faults.Skew), sim.RestartsString(p.Faults.Restarts), sim.MembersString(p.Faults.Members),
+		sim.OutagesString(p.Faults.Outages), sim.ForgetsString(p.Faults.Forgets), p.Seed, len(results),
 		m.AdmittedX, m.WorstWindowX, m.WorstFixedWindowX, m.RejectedPct, m.RoundTripPct, m.StrandedX, runs}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -278,6 +298,14 @@ func writeSimText(w io.Writer, p sim.Params, results []sim.Result) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nadmitted_x: admitted per window after the first, over L; worst_window_x: most admitted in any W-long interval, over L")
+	if len(p.Faults.Outages) > 0 {
+		var fell, reqs int64
+		for _, r := range results {
+			fell += r.Fallbacks
+			reqs += r.Requests
+		}
+		fmt.Fprintf(w, "the fallback decided %d of %d requests (%.2f%%) while the store was down\n", fell, reqs, 100*float64(fell)/float64(max(reqs, 1)))
+	}
 	writeParts(w, results)
 }
 
