@@ -89,8 +89,10 @@ func (l *Limiter) create(key string, lim Limit, now int64) *entry {
 			return old
 		}
 	}
-	if old == nil && l.nkeys.Load() >= int64(l.cfg.MaxKeys) {
-		l.evictOne(now)
+	for old == nil && (l.nkeys.Load() >= int64(l.cfg.MaxKeys) || l.keyBytes.Load()+int64(len(key)) > int64(l.cfg.MaxKeyBytes)) {
+		if !l.evictOne(now) {
+			break
+		}
 	}
 	ne := l.newEntry(key, lim)
 	if old != nil { // the limit or the fleet changed: push what the old state had
@@ -103,6 +105,7 @@ func (l *Limiter) create(key string, lim Limit, now int64) *entry {
 		ne.prime = true
 	} else {
 		l.nkeys.Add(1)
+		l.keyBytes.Add(int64(len(key)))
 		if l.evicted.has(key) {
 			// it must hear from the store before it decides alone: a
 			// design that decides alone syncs first; one the store
@@ -139,9 +142,9 @@ func (l *Limiter) retire(e *entry, now int64) {
 	}
 }
 
-// evictOne evicts the least recently used of a sample of keys. The caller
-// holds createMu.
-func (l *Limiter) evictOne(now int64) {
+// evictOne evicts the least recently used of a sample of keys, and reports
+// whether there was one. The caller holds createMu.
+func (l *Limiter) evictOne(now int64) bool {
 	var victim *entry
 	oldest, seen := int64(1<<63-1), 0
 	l.keys.Range(func(_, v any) bool {
@@ -155,9 +158,11 @@ func (l *Limiter) evictOne(now int64) {
 		seen++
 		return seen < 16
 	})
-	if victim != nil {
-		l.drop(victim, now)
+	if victim == nil {
+		return false
 	}
+	l.drop(victim, now)
+	return true
 }
 
 // drop retires e and removes it, remembering that it was evicted. The
@@ -166,6 +171,7 @@ func (l *Limiter) drop(e *entry, now int64) {
 	if l.keys.CompareAndDelete(e.key.Name, e) {
 		l.retire(e, now)
 		l.nkeys.Add(-1)
+		l.keyBytes.Add(-int64(len(e.key.Name)))
 		l.stats.evicted.Add(1)
 		l.evicted.add(now, e.key.Name, e.key.Window.Size)
 	}

@@ -19,6 +19,8 @@ package limiter
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -84,6 +86,14 @@ type Config struct {
 	// 10 × MaxKeys (a Bloom filter, about 1.2 bytes a tombstone, two of
 	// them). Past it, the oldest are forgotten sooner.
 	Tombstones int
+	// MaxKeyBytes bounds the bytes of the key names held together; past
+	// it keys are evicted as past MaxKeys. Default 64 MiB.
+	MaxKeyBytes int
+	// MaxKeyLen is the longest key name held as it is; a longer one is
+	// held, and sent to the store, as its SHA-256 ("sha256:" and 64 hex
+	// digits), so that a client's huge key costs no more than a short
+	// one. Default 16 KiB.
+	MaxKeyLen int
 	// IdleAfter is how long a key may go unused before it is evicted;
 	// default 2 W.
 	IdleAfter time.Duration
@@ -145,6 +155,7 @@ type Decision struct {
 // Stats are a Limiter's counters.
 type Stats struct {
 	Keys          int           // keys held
+	KeyBytes      int64         // the bytes of their names
 	Syncs         int64         // sync batches that succeeded
 	StoreErrors   int64         // store calls that failed or timed out
 	Fallbacks     int64         // requests decided by the fallback
@@ -173,6 +184,7 @@ type Limiter struct {
 	keys     sync.Map   // key name -> *entry; lookups take no lock
 	createMu sync.Mutex // serialises creating, renewing and evicting keys
 	nkeys    atomic.Int64
+	keyBytes atomic.Int64 // the bytes of the names of the keys held
 
 	degraded   atomic.Bool
 	recovering atomic.Bool  // degraded, and one sync has succeeded since
@@ -229,6 +241,8 @@ func (c Config) withDefaults() (Config, error) {
 	defInt(&c.MaxKeys, 100_000)
 	defInt(&c.FailAfter, 3)
 	defInt(&c.Tombstones, 10*c.MaxKeys)
+	defInt(&c.MaxKeyBytes, 64<<20)
+	defInt(&c.MaxKeyLen, 16<<10)
 	defInt(&c.SyncBatch, 1000)
 	def(&c.Window, time.Minute)
 	def(&c.Sync, time.Second)
@@ -246,6 +260,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("limiter: timeouts must be positive")
 	case c.MaxKeys < 1 || c.SyncBatch < 1 || c.FailAfter < 1 || c.Tombstones < 1:
 		return c, errors.New("limiter: MaxKeys, SyncBatch, FailAfter and Tombstones must be at least 1")
+	case c.MaxKeyLen < 71 || c.MaxKeyBytes < c.MaxKeyLen:
+		return c, errors.New("limiter: MaxKeyLen must be at least 71 (a hashed key's length), and MaxKeyBytes at least MaxKeyLen")
 	}
 	return c, nil
 }
@@ -318,7 +334,17 @@ func New(cfg Config) (*Limiter, error) {
 
 // Allow decides one request for key under the default limit.
 func (l *Limiter) Allow(ctx context.Context, key string) Decision {
-	return l.allow(ctx, key, Limit{l.cfg.Limit, l.cfg.Window, l.cfg.WindowBuckets}, 1)
+	return l.allow(ctx, l.keyName(key), Limit{l.cfg.Limit, l.cfg.Window, l.cfg.WindowBuckets}, 1)
+}
+
+// keyName is the name key is held under: itself, or its SHA-256 when it is
+// longer than MaxKeyLen.
+func (l *Limiter) keyName(key string) string {
+	if len(key) <= l.cfg.MaxKeyLen {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // AllowN decides a request of cost n for key under the default limit. A
@@ -337,7 +363,7 @@ func (l *Limiter) AllowLimit(ctx context.Context, key string, lim Limit, n int) 
 	if n < 1 {
 		return Decision{}, fmt.Errorf("limiter: cost %d: must be at least 1", n)
 	}
-	return l.allow(ctx, key, lim, n), nil
+	return l.allow(ctx, l.keyName(key), lim, n), nil
 }
 
 // Now is the Limiter's clock, ns: the clock of Decision.At.
@@ -354,6 +380,7 @@ func (l *Limiter) Check(ctx context.Context, key string, lim Limit) (Decision, e
 	if err := l.validate(lim); err != nil {
 		return Decision{}, err
 	}
+	key = l.keyName(key)
 	if l.info.CheckOnly {
 		return l.allow(ctx, key, lim, 0), nil
 	}
@@ -522,6 +549,7 @@ func (l *Limiter) OnSync(f func(time.Duration, error)) {
 func (l *Limiter) Stats() Stats {
 	return Stats{
 		Keys:          int(l.nkeys.Load()),
+		KeyBytes:      l.keyBytes.Load(),
 		Syncs:         l.stats.syncs.Load(),
 		StoreErrors:   l.stats.storeErrors.Load(),
 		Fallbacks:     l.stats.fallbacks.Load(),

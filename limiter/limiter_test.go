@@ -3,7 +3,9 @@ package limiter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -257,6 +259,32 @@ func TestFallbackWhileStoreIsDown(t *testing.T) {
 		if n := len(mem.Stamps("k", ck.now())); n != 5+admitted {
 			t.Fatalf("store holds %d admits, want %d: each admit once", n, 5+admitted)
 		}
+	}
+}
+
+// The key table is bounded in bytes as well as in keys: 2,000 keys of 1 KiB
+// through a gateway that holds 256 KiB of names keep it within them, and a
+// key longer than MaxKeyLen is held as its SHA-256: a megabyte key costs
+// 71 bytes, is limited as itself, and stays apart from another.
+func TestKeyBytesAreBounded(t *testing.T) {
+	ck := newClock()
+	l := mustNew(t, Config{Limit: 2, MaxKeyBytes: 256 << 10, MaxKeyLen: 4 << 10, Now: ck.now, Logger: quietLog})
+	ctx := context.Background()
+	for i := range 2000 {
+		l.Allow(ctx, fmt.Sprintf("%01024d", i))
+	}
+	if st := l.Stats(); st.KeyBytes > 256<<10 || st.Keys > 256 || st.Evicted < 1744 {
+		t.Fatalf("%+v: want at most 256 KiB of names, 256 keys", st)
+	}
+	huge := strings.Repeat("a", 1<<20)
+	other := huge[:len(huge)-1] + "b"
+	before := l.Stats().KeyBytes
+	got := []bool{l.Allow(ctx, huge).Allowed, l.Allow(ctx, huge).Allowed, l.Allow(ctx, huge).Allowed, l.Allow(ctx, other).Allowed}
+	if !got[0] || !got[1] || got[2] || !got[3] {
+		t.Fatalf("a 1 MiB key and another: %v, want admitted twice under L = 2, then rejected, and the other admitted", got)
+	}
+	if grew := l.Stats().KeyBytes - before; grew > 2*71 {
+		t.Fatalf("two 1 MiB keys grew the key table's names by %d bytes, want their hashes' 142 at most", grew)
 	}
 }
 

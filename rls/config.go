@@ -183,6 +183,13 @@ type Settings struct {
 	// MaxKeys bounds the keys this process holds; default 100,000 (see
 	// limiter.Config.MaxKeys for the eviction rule).
 	MaxKeys int `yaml:"max_keys"`
+	// MaxKeyBytes bounds the bytes of their names together; default 64
+	// MiB (limiter.Config.MaxKeyBytes).
+	MaxKeyBytes int `yaml:"max_key_bytes"`
+	// FailAfter is how many store calls on the request path must fail in
+	// a row before every request falls back at once; default 3
+	// (limiter.Config.FailAfter).
+	FailAfter int `yaml:"fail_after"`
 }
 
 // HeaderStyle is the form of the rate limit response headers.
@@ -204,7 +211,8 @@ const (
 // the limiter's.
 func (s Settings) Limiter(st store.Backend, log *slog.Logger) limiter.Config {
 	return limiter.Config{Design: s.Design, WindowKind: s.WindowKind, WindowBuckets: s.WindowBuckets, Sync: s.Sync, Gateways: s.Gateways,
-		Gateway: s.Gateway, Membership: s.Membership, Store: st, Timeout: s.Timeout, FailClosed: s.FailClosed, Logger: log, Fleet: s.Fleet, ClaimTTL: s.ClaimTTL, MaxKeys: s.MaxKeys}
+		Gateway: s.Gateway, Membership: s.Membership, Store: st, Timeout: s.Timeout, FailClosed: s.FailClosed, Logger: log, Fleet: s.Fleet, ClaimTTL: s.ClaimTTL, MaxKeys: s.MaxKeys,
+		MaxKeyBytes: s.MaxKeyBytes, FailAfter: s.FailAfter}
 }
 
 // Bounds on the fleetlimit settings: a sync far below 10 ms only burns CPU
@@ -733,6 +741,10 @@ func (s Settings) validate(file string) error {
 		return bad(fmt.Sprintf("claim_ttl %v: want from 100ms to 1h", s.ClaimTTL))
 	case s.MaxKeys < 0 || s.MaxKeys > MaxKeys:
 		return bad(fmt.Sprintf("max_keys %d: want 1 to %d (0: the default, 100,000)", s.MaxKeys, MaxKeys))
+	case s.MaxKeyBytes != 0 && (s.MaxKeyBytes < 1<<20 || s.MaxKeyBytes > 1<<34):
+		return bad(fmt.Sprintf("max_key_bytes %d: want 1 MiB (1048576) to 16 GiB (0: the default, 64 MiB)", s.MaxKeyBytes))
+	case s.FailAfter < 0 || s.FailAfter > 1000:
+		return bad(fmt.Sprintf("fail_after %d: want 1 to 1000 (0: the default, 3)", s.FailAfter))
 	case s.Headers != HeadersDraft && s.Headers != HeadersLegacy:
 		return bad(fmt.Sprintf("headers %q: want draft or legacy", s.Headers))
 	case s.StopIncrement && s.Design != "central-counter":

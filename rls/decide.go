@@ -33,6 +33,9 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	if len(req.GetDescriptors()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "rate limit descriptor list must not be empty")
 	}
+	if err := checkBounds(req); err != nil {
+		return nil, err
+	}
 	cfg := s.cfg.Load()
 	descs, err := resolve(cfg, req)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -28,6 +29,11 @@ type Source struct {
 	IgnoreDotFiles bool
 }
 
+// MaxConfigBytes bounds a configuration, all its files together: files
+// past it are refused before they are read (parsing takes about thirty
+// times their size in memory), and the configuration in force stays.
+const MaxConfigBytes = 8 << 20
+
 // Load parses the configuration file at path.
 func Load(path string) (*Config, error) { return Source{Path: path}.Load() }
 
@@ -47,6 +53,9 @@ func (s Source) read() ([]File, error) {
 		return nil, &ConfigError{File: s.Path, Msg: err.Error()}
 	}
 	if !fi.IsDir() {
+		if err := sized(s.Path, fi.Size(), 0); err != nil {
+			return nil, err
+		}
 		src, err := os.ReadFile(s.Path)
 		if err != nil {
 			return nil, &ConfigError{File: s.Path, Msg: err.Error()}
@@ -54,7 +63,8 @@ func (s Source) read() ([]File, error) {
 		return []File{{Name: s.Path, Src: src}}, nil
 	}
 	var files []File
-	if err := s.walk(s.Path, &files, 0); err != nil {
+	var total int64
+	if err := s.walk(s.Path, &files, &total, 0); err != nil {
 		return nil, err
 	}
 	if len(files) == 0 {
@@ -63,9 +73,19 @@ func (s Source) read() ([]File, error) {
 	return files, nil
 }
 
+// sized refuses a file of size bytes when the files read before it hold
+// before: together they would pass MaxConfigBytes.
+func sized(path string, size, before int64) error {
+	if before+size > MaxConfigBytes {
+		return &ConfigError{File: path, Msg: fmt.Sprintf("the configuration would hold %d bytes with this file: at most %d (MaxConfigBytes); nothing was read",
+			before+size, MaxConfigBytes)}
+	}
+	return nil
+}
+
 // walk appends the files under dir, following symbolic links (a runtime
-// root is often one), to a bounded depth.
-func (s Source) walk(dir string, files *[]File, depth int) error {
+// root is often one), to a bounded depth and MaxConfigBytes in all (total).
+func (s Source) walk(dir string, files *[]File, total *int64, depth int) error {
 	if depth > 16 {
 		return &ConfigError{File: dir, Msg: "directories nested more than 16 deep (a symbolic link loop?)"}
 	}
@@ -86,10 +106,14 @@ func (s Source) walk(dir string, files *[]File, depth int) error {
 		}
 		switch {
 		case fi.IsDir():
-			if err := s.walk(path, files, depth+1); err != nil {
+			if err := s.walk(path, files, total, depth+1); err != nil {
 				return err
 			}
 		case fi.Mode().IsRegular():
+			if err := sized(path, fi.Size(), *total); err != nil {
+				return err
+			}
+			*total += fi.Size()
 			src, err := os.ReadFile(path)
 			if err != nil {
 				return &ConfigError{File: path, Msg: err.Error()}
@@ -131,6 +155,7 @@ func reload(src Source, s *Service, log *slog.Logger, failed *[32]byte) {
 		*failed = sum
 		s.CountReload(false)
 		log.Error("fleetlimit: config reload failed; keeping the previous config", "error", err)
+		debug.FreeOSMemory() // what the parse took goes back now, not at the next GC's leisure
 		return
 	}
 	if cfg.FileSettings != s.Config().FileSettings {

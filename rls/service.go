@@ -2,6 +2,7 @@ package rls
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -68,6 +69,12 @@ func NewService(cfg *Config, lim *limiter.Limiter) *Service {
 	s.reg.MustRegister(s.decided, s.perLimit, s.reloads, s.requests,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetlimit_keys", Help: "Keys held by this gateway."},
 			st(func(x limiter.Stats) float64 { return float64(x.Keys) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetlimit_key_bytes", Help: "Bytes of the names of the keys held (bounded by max_key_bytes)."},
+			st(func(x limiter.Stats) float64 { return float64(x.KeyBytes) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetlimit_store_abandoned_total", Help: "Store calls a request gave up on (timed out or failed); the request fell back, and what the call did is withdrawn."},
+			st(func(x limiter.Stats) float64 { return float64(x.Abandoned) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetlimit_store_forgotten_keys_total", Help: "Keys the store was found to have lost (a restart without persistence, FLUSHALL, an eviction); this gateway re-seeded them."},
+			st(func(x limiter.Stats) float64 { return float64(x.Forgotten) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetlimit_store_degraded", Help: "1 while the store is unreachable and the fallback decides."},
 			st(func(x limiter.Stats) float64 { return b2f(x.Degraded) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetlimit_store_errors_total", Help: "Store calls that failed or timed out."},
@@ -151,7 +158,7 @@ type HTTPTimeouts struct {
 }
 
 // HTTPServer is an http.Server for Handler with t's bounds and at most 64
-// KiB of headers (the /json body is capped at 1 MiB).
+// KiB of headers (the /json body is capped at MaxJSONBytes).
 func (s *Service) HTTPServer(t HTTPTimeouts) *http.Server {
 	return &http.Server{Handler: s.Handler(), MaxHeaderBytes: 64 << 10,
 		ReadHeaderTimeout: cmp.Or(t.ReadHeader, 5*time.Second), ReadTimeout: cmp.Or(t.Read, 10*time.Second),
@@ -164,8 +171,12 @@ func (s *Service) HTTPServer(t HTTPTimeouts) *http.Server {
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /json", func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxJSONBytes))
 		if err != nil {
+			if _, big := errors.AsType[*http.MaxBytesError](err); big {
+				http.Error(w, fmt.Sprintf("request body over %d bytes", MaxJSONBytes), http.StatusRequestEntityTooLarge)
+				return
+			}
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
