@@ -112,7 +112,6 @@ func unheard(p Params, dec []decision, admits []int64, t0 int64) float64 {
 	return float64(total) / float64(p.Gateways)
 }
 
-
 // A store that forgets everything mid-run (Faults.Forgets) costs a fleet at
 // most the admits of the sync interval in which its gateways find the loss
 // and re-seed the store, and the rounding: for every design whose windows
