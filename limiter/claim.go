@@ -26,10 +26,14 @@ func (l *Limiter) claim() error {
 		return nil
 	}
 	deadline := time.Now().Add(l.cfg.ClaimTTL)
-	for {
+	for said := false; ; said = true {
 		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.SyncTimeout)
 		holder, ok, err := c.Claim(ctx, l.cfg.Fleet, l.cfg.Gateway, l.cfg.Instance, l.cfg.ClaimTTL)
 		cancel()
+		if !ok && err == nil && !said {
+			l.cfg.Logger.Warn("fleetlimit: this gateway's index is held by another process; waiting for its claim to lapse (a crashed holder's does) before starting",
+				"gateway", l.cfg.Gateway, "fleet", l.cfg.Fleet, "holder", holder, "wait at most", l.cfg.ClaimTTL)
+		}
 		switch {
 		case err != nil:
 			return fmt.Errorf("limiter: claiming gateway index %d on the store: %w", l.cfg.Gateway, err)

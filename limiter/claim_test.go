@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,21 @@ func TestGatewayIndexIsClaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if _, err := open(0, ""); err == nil || !strings.Contains(err.Error(), "gateway index 0 of 2 of fleet \"default\" is held by another live process") {
+	// the second says at once that it waits, then refuses
+	said := &lines{text: "held by another process; waiting"}
+	st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		if said.count() != 1 {
+			t.Errorf("200 ms into the wait for a held index, %d lines said so, want one", said.count())
+		}
+	}()
+	_, err = New(Config{Gateways: 2, Gateway: 0, Store: st, ClaimTTL: 600 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(said, nil))})
+	if err == nil || !strings.Contains(err.Error(), "gateway index 0 of 2 of fleet \"default\" is held by another live process") {
 		t.Fatalf("a second gateway 0: %v", err)
 	} else if waited := time.Since(start); waited < 500*time.Millisecond {
 		t.Fatalf("refused after %v: it must wait out the holder's TTL first", waited)

@@ -451,6 +451,10 @@ func serve(ctx context.Context, sf serveFlags, src rls.Source, cfg *rls.Config, 
 		go func() { errs <- ms.ListenAndServe() }()
 	}
 	if sf.debugAddr != "" {
+		if host, _, _ := net.SplitHostPort(sf.debugAddr); host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified() {
+			log.Warn("fleetlimit serve: the debug listener serves Go's profiles on every interface; set DEBUG_HOST=127.0.0.1 (or --debug-addr 127.0.0.1:PORT) to keep them private",
+				"debug", sf.debugAddr)
+		}
 		ds := &http.Server{Addr: sf.debugAddr, Handler: debugMux(), ReadHeaderTimeout: 5 * time.Second}
 		go func() { errs <- ds.ListenAndServe() }()
 		defer ds.Close()
