@@ -16,6 +16,17 @@ const degradedRetry = 250 * time.Millisecond
 
 func (l *Limiter) loop(phase time.Duration) {
 	defer close(l.done)
+	// a sync in progress when Close comes is cut short: Close's own sync
+	// pushes what it had left
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-l.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	t := time.NewTimer(phase)
 	defer t.Stop()
 	for {
@@ -26,7 +37,7 @@ func (l *Limiter) loop(phase time.Duration) {
 		}
 		l.nextSync.Store(l.cfg.Now() + int64(l.cfg.Sync))
 		start := time.Now()
-		_ = l.SyncNow(context.Background())
+		_ = l.SyncNow(ctx)
 		next := l.cfg.Sync
 		if l.degraded.Load() { // try again soon: one late answer must not cost Δ of fallback
 			next = min(next, degradedRetry)
@@ -76,8 +87,10 @@ func (l *Limiter) syncNow(ctx context.Context, start time.Time) error {
 		}
 	}
 	if err != nil {
-		l.stats.storeErrors.Add(1)
-		l.storeFailed(err)
+		if ctx.Err() == nil { // the store failed, not the caller (Close)
+			l.stats.storeErrors.Add(1)
+			l.storeFailed(err)
+		}
 		return fmt.Errorf("limiter: sync of %d keys stopped after %d: %w", len(items), synced, err)
 	}
 	l.orphans.drop(len(orphans))

@@ -53,7 +53,9 @@ const serveRSSBound = 128 << 20
 // the bound throughout (400 such values took it from 25 to 677 MB). A
 // 50 MB configuration written in its place is refused before it is read:
 // the RSS afterwards is within twice what it was (a 50 MB reload left
-// 1.67 GB).
+// 1.67 GB). Under the race detector, whose shadow memory swells the child,
+// the RSS figures are logged and not held (./scripts/test runs this test
+// once more without it).
 func TestServeByteBounds(t *testing.T) {
 	cfgPath := filepath.Join(t.TempDir(), "limits.yaml")
 	if err := os.WriteFile(cfgPath, []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\n"), 0o644); err != nil {
@@ -105,7 +107,7 @@ func TestServeByteBounds(t *testing.T) {
 		t.Fatalf("%v keys held after the refused requests, want the one admitted", n)
 	}
 	t.Logf("RSS %d MB at the start, at most %d MB while refusing (bound %d MB)", start>>20, most>>20, serveRSSBound>>20)
-	if most > serveRSSBound {
+	if most > serveRSSBound && !raceEnabled {
 		t.Fatalf("RSS reached %d MB, over the bound of %d MB", most>>20, serveRSSBound>>20)
 	}
 
@@ -129,7 +131,7 @@ func TestServeByteBounds(t *testing.T) {
 	}
 	after := rss(t, pid)
 	t.Logf("RSS %d MB before the 50 MB reload, %d MB after it was refused", before>>20, after>>20)
-	if after > 2*before {
+	if after > 2*before && !raceEnabled {
 		t.Fatalf("RSS %d MB after the refused reload, more than twice the %d MB before", after>>20, before>>20)
 	}
 
@@ -155,7 +157,7 @@ func TestServeByteBounds(t *testing.T) {
 	}
 	parsed := rss(t, pid)
 	t.Logf("RSS %d MB after a 7 MB configuration was parsed and refused", parsed>>20)
-	if parsed > 2*before {
+	if parsed > 2*before && !raceEnabled {
 		t.Fatalf("RSS %d MB after a refused 7 MB reload, more than twice the %d MB before", parsed>>20, before>>20)
 	}
 }
