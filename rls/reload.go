@@ -154,8 +154,8 @@ func reload(src Source, s *Service, log *slog.Logger, failed *[32]byte) {
 	if err != nil {
 		*failed = sum
 		s.CountReload(false)
-		log.Error("fleetlimit: config reload failed; keeping the previous config", "error", err)
 		debug.FreeOSMemory() // what the parse took goes back now, not at the next GC's leisure
+		log.Error("fleetlimit: config reload failed; keeping the previous config", "error", err)
 		return
 	}
 	if cfg.FileSettings != s.Config().FileSettings {

@@ -53,10 +53,13 @@ const serveRSSBound = 128 << 20
 // the bound throughout (400 such values took it from 25 to 677 MB). A
 // 50 MB configuration written in its place is refused before it is read:
 // the RSS afterwards is within twice what it was (a 50 MB reload left
-// 1.67 GB). Under the race detector, whose shadow memory swells the child,
-// the RSS figures are logged and not held (./scripts/test runs this test
-// once more without it).
+// 1.67 GB). It runs without the race detector, whose shadow memory swells
+// the child (./scripts/test runs it on its own); rls.TestRequestBounds
+// holds the bounds under it.
 func TestServeByteBounds(t *testing.T) {
+	if raceEnabled {
+		t.Skip("RSS under the race detector is no measure of serve's: ./scripts/test runs this without it")
+	}
 	cfgPath := filepath.Join(t.TempDir(), "limits.yaml")
 	if err := os.WriteFile(cfgPath, []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -107,7 +110,7 @@ func TestServeByteBounds(t *testing.T) {
 		t.Fatalf("%v keys held after the refused requests, want the one admitted", n)
 	}
 	t.Logf("RSS %d MB at the start, at most %d MB while refusing (bound %d MB)", start>>20, most>>20, serveRSSBound>>20)
-	if most > serveRSSBound && !raceEnabled {
+	if most > serveRSSBound {
 		t.Fatalf("RSS reached %d MB, over the bound of %d MB", most>>20, serveRSSBound>>20)
 	}
 
@@ -131,7 +134,7 @@ func TestServeByteBounds(t *testing.T) {
 	}
 	after := rss(t, pid)
 	t.Logf("RSS %d MB before the 50 MB reload, %d MB after it was refused", before>>20, after>>20)
-	if after > 2*before && !raceEnabled {
+	if after > 2*before {
 		t.Fatalf("RSS %d MB after the refused reload, more than twice the %d MB before", after>>20, before>>20)
 	}
 
@@ -156,8 +159,12 @@ func TestServeByteBounds(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	parsed := rss(t, pid)
+	for i := 0; i < 20 && parsed > 2*before; i++ { // the memory goes back as the refusal is said; give it a moment
+		time.Sleep(50 * time.Millisecond)
+		parsed = rss(t, pid)
+	}
 	t.Logf("RSS %d MB after a 7 MB configuration was parsed and refused", parsed>>20)
-	if parsed > 2*before && !raceEnabled {
+	if parsed > 2*before {
 		t.Fatalf("RSS %d MB after a refused 7 MB reload, more than twice the %d MB before", parsed>>20, before>>20)
 	}
 }
