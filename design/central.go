@@ -29,7 +29,7 @@ func newCentralLog(c Config) Gateway {
 
 func (c *centralLog) Decide(now int64, n int) (Verdict, store.Query) {
 	q := store.Query{Kind: store.QueryCentral, N: n}
-	c.local.query(&q)
+	c.local.query(&q, false)
 	return Ask, q
 }
 
@@ -38,7 +38,7 @@ func (c *centralLog) Decide(now int64, n int) (Verdict, store.Query) {
 // the gateways' re-seeds) may admit what the count remembered from before
 // leaves no room for: that admit is withdrawn, and the request rejected.
 func (c *centralLog) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
-	forgot, old, oldAt := c.local.answered(now, q, a), 0, c.view.at
+	forgot, old, oldAt := c.local.answered(now, q.Call, a.Gen), 0, c.view.at
 	lo := c.cfg.Window.Lo(now)
 	if forgot {
 		old = c.view.known(lo)

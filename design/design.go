@@ -70,8 +70,9 @@ type Gateway interface {
 	// Abandon ends a decision whose Query's answer never came back (the
 	// call timed out or failed): the gateway takes back, at its next
 	// contact with the store, whatever the query may have done there (a
-	// central admit is withdrawn), and decides the request by Fallback
-	// when fallback is set, or rejects it.
+	// central admit is withdrawn; with Config.Mend only, as it names its
+	// queries), and decides the request by Fallback when fallback is set,
+	// or rejects it.
 	Abandon(now int64, n int, q store.Query, fallback bool) Verdict
 	// SyncPush starts a sync: it sets p, every field, to what this
 	// gateway sends the store.
@@ -104,13 +105,17 @@ type Config struct {
 	// store.Push.Epoch); larger for every new life. The simulator, whose
 	// gateways live once, leaves it 0.
 	Epoch uint64
-	// Reseed keeps a history of this gateway's admits of the key that the
-	// store acknowledged, in HistoryBuckets counters of the window (about
-	// 100 bytes a key), so that when the store turns out to have lost the
-	// key (store.Pull.Gen changed less than a window after the last
-	// answer) the gateway pushes them again (store.Push.Reseed). The live
-	// limiter sets it.
-	Reseed bool
+	// Mend readies the gateway for a store that fails calls or forgets:
+	// its central checks name themselves (store.Query.Call), so that one
+	// the driver abandons can be withdrawn, and it keeps a history of its
+	// admits of the key that the store acknowledged, in HistoryBuckets + 1
+	// counters of the window (about 100 bytes a key), so that when the
+	// store turns out to have lost the key (store.Pull.Gen changed less
+	// than a window after the last answer) it pushes them again
+	// (store.Repair.Reseed). The live limiter sets it; the simulator when
+	// its store fails (sim.Faults.Outages, Forgets), and otherwise keeps
+	// its queries and pushes small.
+	Mend bool
 }
 
 // Validate reports the first thing wrong with c.
@@ -314,7 +319,7 @@ const Forever = int(^uint(0) >> 1)
 // Forgetful is implemented by designs that tell, from the key's life in the
 // store's answers (store.Pull.Gen), that the store lost the key less than a
 // window after it last answered, and then push their own admits of the
-// window again (with Config.Reseed): a driver reads it to log and count.
+// window again (with Config.Mend): a driver reads it to log and count.
 type Forgetful interface {
 	// Forgotten returns how many times the store was found to have
 	// forgotten the key.

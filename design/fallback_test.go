@@ -213,7 +213,7 @@ func forgetRun(t *testing.T, name string, forget bool) int {
 	key := memstore.NewKey(limit, spec)
 	gws := make([]design.Gateway, k)
 	for i := range gws {
-		gws[i], _ = design.New(name, design.Config{Limit: limit, Window: spec, Gateways: k, Gateway: i, Sync: time.Second, Reseed: true})
+		gws[i], _ = design.New(name, design.Config{Limit: limit, Window: spec, Gateways: k, Gateway: i, Sync: time.Second, Mend: true})
 	}
 	var admits []int64
 	for now := int64(0); now < 12000*ms; now += 5 * ms {

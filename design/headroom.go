@@ -131,13 +131,13 @@ func (h *headroom) Decide(now int64, n int) (Verdict, store.Query) {
 		h.local.add(now, n)
 		return Admit, store.Query{}
 	}
-	q := store.Query{Kind: store.QueryCentral, N: n, Own: true}
+	q := store.Query{Kind: store.QueryCentral, N: n}
 	if h.local.unsynced() {
 		h.carry = store.Push{Gateway: h.cfg.Gateway, WantOwn: true}
 		h.local.pushAdmits(&h.carry)
 		q.Carry = &h.carry
 	}
-	h.local.query(&q)
+	h.local.query(&q, true)
 	return Ask, q
 }
 
@@ -160,7 +160,7 @@ func (h *headroom) CountsRefusals() bool { return true }
 
 func (h *headroom) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
 	lo := h.cfg.Window.Lo(now)
-	forgot, old, oldAt := h.local.answered(now, q, a), 0, h.view.at
+	forgot, old, oldAt := h.local.answered(now, q.Call, a.Gen), 0, h.view.at
 	if forgot {
 		old = h.view.known(lo)
 	}

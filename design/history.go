@@ -4,7 +4,7 @@ import "github.com/fleetlimit/fleetlimit/window"
 
 // HistoryBuckets is how many counters a gateway keeps, per key, of its own
 // admits that the store has acknowledged, when its driver asks for a
-// history (Config.Reseed): enough to re-seed a store that forgot the key
+// history (Config.Mend): enough to re-seed a store that forgot the key
 // with each admit counted at most a sixteenth of the window too long.
 const HistoryBuckets = 16
 

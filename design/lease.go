@@ -81,12 +81,12 @@ func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 	default:
 		q = store.Query{Kind: store.QueryGrant, N: max(n-l.grant, l.want())}
 	}
-	l.local.query(&q)
+	l.local.query(&q, false)
 	return Ask, q
 }
 
 func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
-	if l.local.answered(now, q, a) {
+	if l.local.answered(now, q.Call, a.Gen) {
 		l.floor, l.floorAt = l.count+l.centralSince, l.pullAt
 	}
 	if l.floor > 0 && l.floorAt < l.cfg.Window.Lo(now) {

@@ -34,10 +34,13 @@ type local struct {
 	seq    uint64 // admits the store has acknowledged, for Push.Seq
 	epoch  uint64 // Push.Epoch
 
-	// queries whose answers never came: the last query ID handed out, and
-	// the withdrawals of abandoned central checks not yet acknowledged
-	// (ascending by ID; wdUpTo is the last the last push sent)
+	// with Config.Mend, queries whose answers never came: the last query
+	// ID handed out, the call a query points to, and the withdrawals of
+	// abandoned central checks not yet acknowledged (ascending by ID;
+	// wdUpTo is the last the last push sent)
+	mend   bool
 	nextID uint64
+	call   store.Call
 	wd     []store.Withdrawal
 	wdUpTo uint64
 
@@ -49,7 +52,7 @@ type local struct {
 	heard  bool
 	forgot int
 
-	// with Config.Reseed: this gateway's acknowledged admits, and the
+	// with Config.Mend: this gateway's acknowledged admits, and the
 	// re-seed to push after the store forgot them
 	hist         *history
 	reseed       []int64
@@ -60,8 +63,8 @@ type local struct {
 
 func newLocal(c Config) local {
 	l := local{spec: c.Window, quota: (c.Limit + c.Gateways - 1) / c.Gateways, epoch: c.Epoch} // own < L/K  <=>  own+1 <= ceil(L/K)
-	if c.Reseed {
-		l.hist = newHistory(c.Window)
+	if c.Mend {
+		l.mend, l.hist = true, newHistory(c.Window)
 	}
 	return l
 }
@@ -103,16 +106,20 @@ func (l *local) units(i int) int {
 	return int(u)
 }
 
-// push fills p, for a sync, with the admits to push, numbered, the pending
-// withdrawals and re-seed.
+// push fills p, for a sync, with the admits to push, numbered, and the
+// pending withdrawals and re-seed (a Repair of its own, as a push in
+// flight may still be read when the next is made).
 func (l *local) push(p *store.Push) {
 	l.pushAdmits(p)
-	p.Withdraw = l.wd
+	if !l.waiting() {
+		return
+	}
+	p.Repair = &store.Repair{Withdraw: l.wd}
 	if len(l.wd) > 0 {
 		l.wdUpTo = l.wd[len(l.wd)-1].ID
 	}
 	if len(l.reseed) > 0 {
-		p.Reseed, p.ReseedCounts, p.ReseedID = l.reseed, l.reseedN, l.reseedID
+		p.Repair.Reseed, p.Repair.ReseedCounts, p.Repair.ReseedID = l.reseed, l.reseedN, l.reseedID
 		l.reseedPushed = true
 	}
 }
@@ -128,29 +135,38 @@ func (l *local) pushAdmits(p *store.Push) {
 	}
 }
 
-// query names q, a query about to be sent, for a later withdrawal, and
-// sends the pending withdrawals with it.
-func (l *local) query(q *store.Query) {
-	l.nextID++
-	q.ID, q.Epoch, q.Withdraw = l.nextID, l.epoch, l.wd
+// query books q, a query about to be sent: in Pull.Own when own, and
+// with Config.Mend under a name for a later withdrawal, with the pending
+// withdrawals (the call is the record's until the next query).
+func (l *local) query(q *store.Query, own bool) {
+	if !l.mend && !own {
+		return
+	}
+	l.call = store.Call{Own: own}
+	if l.mend {
+		l.nextID++
+		l.call.ID, l.call.Epoch, l.call.Withdraw = l.nextID, l.epoch, l.wd
+	}
+	q.Call = &l.call
 }
 
 // abandon records that q's answer will never come: a central check the
 // store may have logged must be withdrawn.
 func (l *local) abandon(now int64, q store.Query) {
-	if q.Kind == store.QueryCentral && q.ID > 0 {
-		l.wd = append(l.wd, store.Withdrawal{ID: q.ID, At: now, N: q.N})
+	if c := q.Call; c != nil && q.Kind == store.QueryCentral && c.ID > 0 {
+		l.wd = append(l.wd, store.Withdrawal{ID: c.ID, At: now, N: q.N})
 	}
 }
 
-// answered takes the store's answer a to q, sent at now: the withdrawals q
-// carried are done, and the key's life is checked. It reports whether the
-// store forgot the key.
-func (l *local) answered(now int64, q store.Query, a store.Answer) bool {
-	if k := len(q.Withdraw); k > 0 {
-		l.ackWithdrawals(q.Withdraw[k-1].ID)
+// answered takes the store's answer to a query at now, whose call (if
+// any) was c and whose answer said the key's life is gen: the withdrawals
+// the query carried are done, and the key's life is checked. It reports
+// whether the store forgot the key.
+func (l *local) answered(now int64, c *store.Call, gen uint64) bool {
+	if c != nil && len(c.Withdraw) > 0 {
+		l.ackWithdrawals(c.Withdraw[len(c.Withdraw)-1].ID)
 	}
-	return l.contact(now, a.Gen)
+	return l.contact(now, gen)
 }
 
 // pulled takes a sync's pull, before settle: the withdrawals and re-seed
@@ -182,7 +198,16 @@ func (l *local) ackWithdrawals(upTo uint64) {
 // for longer than a window after any call), and the admits this gateway
 // had pushed are re-seeded from its history, if it keeps one.
 func (l *local) contact(now int64, gen uint64) bool {
-	forgot := l.heard && gen != l.gen && l.spec.Lo(now) <= l.genAt
+	if l.heard && gen == l.gen {
+		l.genAt = now
+		return false
+	}
+	return l.newLife(now, gen)
+}
+
+// newLife is contact when the store reports another life than the last.
+func (l *local) newLife(now int64, gen uint64) bool {
+	forgot := l.heard && l.spec.Lo(now) <= l.genAt
 	l.gen, l.genAt, l.heard = gen, now, true
 	if !forgot {
 		return false

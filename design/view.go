@@ -24,6 +24,22 @@ type storeView struct {
 	expN    []int   // their counts (nil: 1 each)
 	expOut  int     // how many of exp have left
 	expGone int     // the requests they stand for
+	// known's shortcut holds for a lo at or before until: no floor, and
+	// no stamp of exp from expOut on before it (every change above
+	// calls reckon)
+	until int64
+}
+
+// reckon sets until after a change of the view.
+func (v *storeView) reckon() {
+	switch {
+	case v.floor > 0:
+		v.until = math.MinInt64
+	case v.expOut < len(v.exp):
+		v.until = v.exp[v.expOut]
+	default:
+		v.until = math.MaxInt64
+	}
 }
 
 // pulled takes the store's count and soon-expiring stamps from a pull at
@@ -40,18 +56,25 @@ func (v *storeView) pulled(now int64, p *store.Pull) {
 		v.expN = append(v.expN[:0:0], p.ExpiringCounts...)
 	}
 	v.expOut, v.expGone = 0, 0
+	v.reckon()
 }
 
 // known is the store's count less what has aged out before lo, and no less
-// than a floor remembered from before the store lost the key.
+// than a floor remembered from before the store lost the key. Its common
+// case, nothing new aged out and no floor, is small enough to inline.
 func (v *storeView) known(lo int64) int {
+	if lo <= v.until {
+		return v.count - v.expGone
+	}
+	return v.knownSlow(lo)
+}
+
+// knownSlow is known when stamps may have aged out or a floor is kept.
+func (v *storeView) knownSlow(lo int64) int {
 	if v.floor > 0 {
 		return v.floored(lo)
 	}
 	i, exp := v.expOut, v.exp
-	if i == len(exp) || exp[i] >= lo {
-		return v.count - v.expGone
-	}
 	for i < len(exp) && exp[i] < lo { // in locals: a gateway passes about K stamps between decisions
 		i++
 	}
@@ -63,6 +86,7 @@ func (v *storeView) known(lo int64) int {
 		}
 	}
 	v.expOut = i
+	v.reckon()
 	return v.count - v.expGone
 }
 
@@ -75,6 +99,7 @@ func (v *storeView) floored(lo int64) int {
 		v.floor = floor
 		k = max(k, floor)
 	}
+	v.reckon()
 	return k
 }
 
@@ -90,6 +115,7 @@ func (v *storeView) rebase(now, lo int64, count int) {
 	if count < floor {
 		v.floor = floor
 	}
+	v.reckon()
 }
 
 // remembered is known for the fallback: once the whole window has passed
@@ -109,6 +135,7 @@ func (v *storeView) forgot(old int, oldAt int64) {
 	if old > v.count-v.expGone {
 		v.floor, v.floorAt = old, oldAt
 	}
+	v.reckon()
 }
 
 // unfloored reports whether the store's count has no floor under it, or

@@ -12,7 +12,9 @@ import (
 
 	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
+	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
+	"github.com/fleetlimit/fleetlimit/window"
 )
 
 // BenchmarkAllow: one warm key on the embedded store, syncing every 100ms
@@ -193,4 +195,51 @@ func keyMemory(b *testing.B, name string, limit, buckets, keys int) float64 {
 	runtime.KeepAlive(l)
 	l.Close()
 	return per
+}
+
+// BenchmarkAllowRedis: a decision that waits on a real redis-server on
+// loopback (central-log, a key far from its limit), beside the bare store
+// call it makes ("call"): what the limiter adds to a round trip; and
+// "patient", the same decision while the store has lately been slow, when
+// the call runs on a goroutine that may outlive the request.
+func BenchmarkAllowRedis(b *testing.B) {
+	srv := redistest.Start(b)
+	st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	l, err := New(Config{Design: "central-log", Limit: 1 << 30, Window: time.Minute, Sync: time.Hour, Store: st, Logger: quietLog})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	b.Run("allow", func(b *testing.B) {
+		for b.Loop() {
+			if !l.Allow(ctx, "k").Allowed {
+				b.Fatal("rejected under its limit")
+			}
+		}
+	})
+	b.Run("patient", func(b *testing.B) {
+		for b.Loop() {
+			l.slowUntil.Store(time.Now().Add(time.Hour).UnixNano())
+			if !l.Allow(ctx, "k").Allowed {
+				b.Fatal("rejected under its limit")
+			}
+		}
+		l.slowUntil.Store(0)
+	})
+	b.Run("call", func(b *testing.B) {
+		key := store.Key{Name: "c", Limit: 1 << 30, Window: window.Spec{Size: time.Minute}}
+		for b.Loop() {
+			cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			_, err := st.Ask(cctx, l.Now(), key, 0, store.Query{Kind: store.QueryCentral, N: 1})
+			cancel()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -83,16 +83,18 @@ func (f *forgetLog) note(l *Limiter, key string) {
 var errTimedOut = errors.New("limiter: the store did not answer within the timeout")
 
 // ask sends q for e (locked by the caller), decided at now, to the store
-// and waits for the answer until giveUp (ns on the Limiter's clock). A
-// store in this process (memstore) answers at once. A remote one is called
-// from a goroutine that, when the request gives up, goes on waiting for the
-// answer up to SyncTimeout, so that a slow store's connection survives a
-// late answer (a new one costs another round trip, and under a steady delay
-// every call would then time out); the store is told the instant the
-// request gives up and applies nothing after it, so that no admit lands
-// later than Timeout after its request came. A request whose time is
-// already up when the key is free sends nothing. The goroutine works on its
-// own copy of q.
+// and waits for the answer until giveUp (ns on the Limiter's clock); the
+// store is told that instant and applies nothing after it, so that no
+// admit lands later than Timeout after its request came. A store in this
+// process (memstore) answers at once. A remote one is called from the
+// request's goroutine; but for slowPeriod after a call that did not answer
+// in time, from a goroutine that, when the request gives up, goes on
+// waiting for the answer up to SyncTimeout: a connection that times out is
+// dropped, and under a steady delay every new one's handshake, a round
+// trip, made the next call time out too. (The goroutine costs a decision
+// about 20 µs more on loopback, docs/performance.md, so it is kept for
+// when the store is slow.) A request whose time is already up when the key
+// is free sends nothing.
 func (l *Limiter) ask(ctx context.Context, e *entry, now, giveUp int64, q store.Query) (store.Answer, error) {
 	if l.inProc {
 		cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
@@ -107,6 +109,25 @@ func (l *Limiter) ask(ctx context.Context, e *entry, now, giveUp int64, q store.
 	if l.wall {
 		at = time.Unix(0, giveUp)
 	}
+	if time.Now().UnixNano() >= l.slowUntil.Load() {
+		cctx, cancel := context.WithDeadline(ctx, at)
+		defer cancel()
+		a, err := l.st.Ask(cctx, now, e.key, e.index, q)
+		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			l.slowUntil.Store(time.Now().Add(slowPeriod).UnixNano())
+		}
+		return a, err
+	}
+	return l.askPatiently(ctx, e, now, at, q)
+}
+
+// slowPeriod is how long after a call that did not answer in time the
+// calls of requests wait for their answers in the background.
+const slowPeriod = 10 * time.Second
+
+// askPatiently is ask from a goroutine that outlives the request, on its
+// own copy of q.
+func (l *Limiter) askPatiently(ctx context.Context, e *entry, now int64, at time.Time, q store.Query) (store.Answer, error) {
 	type result struct {
 		a   store.Answer
 		err error
@@ -126,20 +147,33 @@ func (l *Limiter) ask(ctx context.Context, e *entry, now, giveUp int64, q store.
 	case r := <-ch:
 		return r.a, r.err
 	case <-t.C:
+		l.slowUntil.Store(time.Now().Add(slowPeriod).UnixNano())
 		return store.Answer{}, errTimedOut
 	case <-ctx.Done():
 		return store.Answer{}, ctx.Err()
 	}
 }
 
-// ownQuery copies what q only lends: its carried push and withdrawals.
+// ownQuery copies what q only lends: its call and carried push.
 func ownQuery(q store.Query) store.Query {
-	q.Withdraw = slices.Clone(q.Withdraw)
+	if c := q.Call; c != nil {
+		cp := *c
+		cp.Withdraw = slices.Clone(c.Withdraw)
+		q.Call = &cp
+	}
 	if c := q.Carry; c != nil {
 		cp := *c
-		cp.Admits, cp.Counts = slices.Clone(c.Admits), slices.Clone(c.Counts)
-		cp.Withdraw, cp.Reseed, cp.ReseedCounts = slices.Clone(c.Withdraw), slices.Clone(c.Reseed), slices.Clone(c.ReseedCounts)
+		cp.Admits, cp.Counts, cp.Repair = slices.Clone(c.Admits), slices.Clone(c.Counts), ownRepair(c.Repair)
 		q.Carry = &cp
 	}
 	return q
+}
+
+// ownRepair copies r (nil: nil).
+func ownRepair(r *store.Repair) *store.Repair {
+	if r == nil {
+		return nil
+	}
+	return &store.Repair{Withdraw: slices.Clone(r.Withdraw), Reseed: slices.Clone(r.Reseed),
+		ReseedCounts: slices.Clone(r.ReseedCounts), ReseedID: r.ReseedID}
 }

@@ -43,7 +43,7 @@ type entry struct {
 func (l *Limiter) newEntry(key string, lim Limit) *entry {
 	spec := l.specOf(lim)
 	dc := l.designConfig(lim.Requests, spec)
-	dc.Epoch, dc.Reseed = nextEpoch(), true
+	dc.Epoch, dc.Mend = nextEpoch(), true
 	return &entry{key: store.Key{Name: key, Limit: lim.Requests, Window: spec}, gw: l.info.New(dc), k: dc.Gateways, index: dc.Gateway}
 }
 
@@ -135,9 +135,9 @@ func (l *Limiter) retire(e *entry, now int64) {
 	var p store.Push
 	e.gw.SyncPush(now, &p)
 	e.mu.Unlock()
-	if len(p.Admits) > 0 || held > 0 || len(p.Withdraw) > 0 || len(p.Reseed) > 0 {
+	if len(p.Admits) > 0 || held > 0 || p.Repair != nil {
 		last := store.Push{Gateway: p.Gateway, Admits: slices.Clone(p.Admits), Counts: slices.Clone(p.Counts), Seq: p.Seq, Epoch: p.Epoch,
-			Withdraw: slices.Clone(p.Withdraw), Reseed: slices.Clone(p.Reseed), ReseedCounts: slices.Clone(p.ReseedCounts), ReseedID: p.ReseedID}
+			Repair: ownRepair(p.Repair)}
 		l.orphans.add(store.SyncItem{Key: e.key, Push: last})
 	}
 }

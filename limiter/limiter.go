@@ -189,6 +189,7 @@ type Limiter struct {
 	degraded   atomic.Bool
 	recovering atomic.Bool  // degraded, and one sync has succeeded since
 	failRun    atomic.Int64 // request-path calls failed in a row
+	slowUntil  atomic.Int64 // wall clock ns: until then, calls of requests wait for late answers in the background
 	nextSync   atomic.Int64
 	stats      struct {
 		syncs, storeErrors, fallbacks, fallbackAdmits, evicted, roundTrips atomic.Int64

@@ -195,6 +195,8 @@ func TestSettingsAndKeysOutOfBounds(t *testing.T) {
 		{"domain: d\nfleetlimit:\n  sync: 1ns\n", "sync 1ns: want from 10ms to 1h0m0s"},
 		{"domain: d\nfleetlimit:\n  gateways: 1000000\n", "gateways 1000000: want 1 to 4096"},
 		{"domain: d\nfleetlimit:\n  timeout: 1h\n", "timeout 1h0m0s: want a positive duration of at most 10s"},
+		{"domain: d\nfleetlimit:\n  max_key_bytes: 1000\n", "max_key_bytes 1000: want 1 MiB"},
+		{"domain: d\nfleetlimit:\n  fail_after: -1\n", "fail_after -1: want 1 to 1000"},
 	} {
 		_, err := Parse("f.yaml", strings.NewReader(c.src))
 		if err == nil || !strings.Contains(err.Error(), c.say) {

@@ -491,7 +491,7 @@ func (r *runner) storeAnswer(now int64, g int, q store.Query) store.Answer {
 func (r *runner) gatewayConfig(g int) design.Config {
 	p := r.p
 	return design.Config{Limit: p.Limit, Window: p.Spec(),
-		Gateways: p.Gateways, Gateway: g, Sync: p.Sync, Reseed: len(p.Faults.Forgets) > 0}
+		Gateways: p.Gateways, Gateway: g, Sync: p.Sync, Mend: len(p.Faults.Outages) > 0 || len(p.Faults.Forgets) > 0}
 }
 
 // heldBefore returns gateway g's held lease slots before a step that may

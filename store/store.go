@@ -52,18 +52,25 @@ type Push struct {
 	// store settles the lease slots they hold on the key, which return to
 	// the room. Read-only; it stays the gateway's.
 	Gone []int
-	// Withdraw are central admits this gateway asked for (Query.ID) and
+	// Repair, when not nil, mends what went wrong at the store: calls the
+	// gateway abandoned, and admits the store forgot. Only a gateway ready
+	// for a failing store sends one (design.Config.Mend). It stays the
+	// gateway's.
+	Repair *Repair
+}
+
+// Repair is what a push mends at the store.
+type Repair struct {
+	// Withdraw are central admits this gateway asked for (Call.ID) and
 	// never heard the answer to: the store removes each one it logged,
-	// and never logs one afterwards. Applied before Admits. Read-only; it
-	// stays the gateway's.
+	// and never logs one afterwards. Applied before the push's admits.
 	Withdraw []Withdrawal
 	// Reseed, when not empty, re-pushes admits this gateway made in the
 	// window before the store forgot the key (Pull.Gen changed): stamps,
 	// ascending, each standing for ReseedCounts[i] requests (nil: 1).
-	// They are counted like Admits, under ReseedID, which names this
+	// They are counted like admits, under ReseedID, which names this
 	// re-seed among the gateway's re-seeds of the key in this epoch, so
 	// that a retried re-seed counts once where the store can tell.
-	// Read-only; it stays the gateway's.
 	Reseed       []int64
 	ReseedCounts []int
 	ReseedID     uint64
@@ -73,7 +80,7 @@ type Push struct {
 // whose answer never came back: the request was decided without it, so
 // whatever the store logged for it must go.
 type Withdrawal struct {
-	ID uint64 // the Query.ID of the central check
+	ID uint64 // the Call.ID of the central check
 	At int64  // the query's time: the admit's stamp
 	N  int    // the requests it asked to admit
 }
@@ -147,20 +154,29 @@ type Query struct {
 	// slots the gateway holds, so a design that holds some never carries),
 	// so that the answer counts them. It stays the design's.
 	Carry *Push
+	// Call, when not nil, says how the store books a central admit: in
+	// the gateway's Pull.Own, and under a name for a later withdrawal. A
+	// gateway sends one only when it needs either (a design that reads
+	// Own; design.Config.Mend), so that the simulator's queries stay four
+	// words, which the compiler keeps in registers. It stays the design's.
+	Call *Call
+}
+
+// Call is how the store books a query's central admit.
+type Call struct {
 	// Own asks that a central admit count in the gateway's Pull.Own, as
 	// its pushed admits do when it pushes with WantOwn: a design that
 	// reads Own sets both. A store may count them either way without it.
 	Own bool
-	// ID, when not 0, names a central admit among the asking gateway's
-	// in this Epoch, so that a later withdrawal can take it back; larger
-	// for every query.
+	// ID, when not 0, names a central admit among the asking gateway's in
+	// this Epoch, so that a later withdrawal can take it back; larger for
+	// every query.
 	ID    uint64
 	Epoch uint64
-	// Withdraw are withdrawals (Push.Withdraw) of the asking gateway's
+	// Withdraw are withdrawals (Repair.Withdraw) of the asking gateway's
 	// earlier queries of this Epoch, applied first: a gateway that sends
 	// every pending one with each query leaves the store at most one of
-	// its central admits to take back, the last. Read-only; it stays the
-	// design's.
+	// its central admits to take back, the last.
 	Withdraw []Withdrawal
 }
 
@@ -204,7 +220,7 @@ type giveUpKey struct{}
 // answer: the store must not apply the call once that instant has passed,
 // though it may go on reading the answer until ctx's deadline (so that a
 // connection is not lost to every late answer). A caller that gives up
-// takes back what the call may have done before (Push.Withdraw).
+// takes back what the call may have done before (Repair.Withdraw).
 func WithGiveUp(ctx context.Context, at time.Time) context.Context {
 	return context.WithValue(ctx, giveUpKey{}, at)
 }

@@ -73,7 +73,7 @@ type Key struct {
 	outTotal int
 	applied  []uint64 // per gateway: sequence number of the last admit applied
 	epoch    []uint64 // per gateway: the epoch applied belongs to
-	// per gateway: its last central admit that named itself (Query.ID),
+	// per gateway: its last central admit that named itself (Call.ID),
 	// until a withdrawal or a later one settles it; a gateway asks one
 	// query at a time for a key and carries its withdrawals, so one is
 	// all a withdrawal can name
@@ -372,13 +372,15 @@ func (k *Key) Sync(now int64, p store.Push) store.Pull {
 func (k *Key) SyncTo(now int64, p *store.Push, pull *store.Pull) {
 	now = k.advance(now)
 	k.gateway(p.Gateway)
-	for _, w := range p.Withdraw {
-		k.withdraw(p.Gateway, p.Epoch, w)
+	if r := p.Repair; r != nil {
+		for _, w := range r.Withdraw {
+			k.withdraw(p.Gateway, p.Epoch, w)
+		}
 	}
 	stamps, counts := k.fresh(p)
 	k.insert(p.Gateway, stamps, counts)
-	if len(p.Reseed) > 0 {
-		k.insert(p.Gateway, p.Reseed, p.ReseedCounts)
+	if r := p.Repair; r != nil && len(r.Reseed) > 0 {
+		k.insert(p.Gateway, r.Reseed, r.ReseedCounts)
 	}
 	k.outTotal -= k.out[p.Gateway]
 	k.out[p.Gateway] = 0
@@ -540,16 +542,18 @@ func (k *Key) Answer(now int64, gw int, q store.Query) store.Answer {
 		c.Ask, c.Horizon, c.WantOwn = 0, 0, false
 		k.Sync(now, c)
 	}
-	if len(q.Withdraw) > 0 {
+	var epoch, id uint64
+	if c := q.Call; c != nil {
 		k.advance(now)
 		k.gateway(gw)
-		for _, w := range q.Withdraw {
-			k.withdraw(gw, q.Epoch, w)
+		for _, w := range c.Withdraw {
+			k.withdraw(gw, c.Epoch, w)
 		}
+		epoch, id = c.Epoch, c.ID
 	}
 	switch q.Kind {
 	case store.QueryCentral:
-		ok, count := k.central(now, gw, q.N, q.Epoch, q.ID)
+		ok, count := k.central(now, gw, q.N, epoch, id)
 		return store.Answer{Admit: ok, Count: count, Gen: k.gen}
 	case store.QueryGrant:
 		return store.Answer{Granted: k.Grant(now, gw, q.N), Gen: k.gen}

@@ -72,7 +72,7 @@ func (s *Store) Sync(ctx context.Context, now int64, items []store.SyncItem) err
 }
 
 // ErrWithdrawn is Ask's answer to a central check that its gateway had
-// withdrawn (store.Push.Withdraw) before it arrived: it changed nothing.
+// withdrawn (store.Repair.Withdraw) before it arrived: it changed nothing.
 var ErrWithdrawn = errors.New("memstore: the central check was withdrawn before it arrived and changed nothing")
 
 // Ask answers a query for one key. It fails only for a query withdrawn
@@ -82,7 +82,7 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 	defer s.mu.Unlock()
 	key := s.key(k)
 	a := key.Answer(now, gw, q)
-	if q.Kind == store.QueryCentral && key.Withdrawn(gw, q.Epoch, q.ID) {
+	if c := q.Call; c != nil && q.Kind == store.QueryCentral && key.Withdrawn(gw, c.Epoch, c.ID) {
 		return store.Answer{}, ErrWithdrawn
 	}
 	s.gc(now)

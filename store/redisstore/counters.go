@@ -487,7 +487,11 @@ func counterShared(now int64, sp window.Spec, pu store.Push) []any {
 // push's numbering and ask, its admits as runs of one bucket and one count,
 // its withdrawals and its re-seed.
 func counterKeyArg(k store.Key, pu store.Push) string {
-	b := make([]byte, 0, 48+16*len(pu.Admits)+20*len(pu.Withdraw)+12*len(pu.Reseed))
+	var r store.Repair
+	if pu.Repair != nil {
+		r = *pu.Repair
+	}
+	b := make([]byte, 0, 48+16*len(pu.Admits)+20*len(r.Withdraw)+12*len(r.Reseed))
 	b = binary.LittleEndian.AppendUint32(b, uint32(int32(k.Limit)))
 	b = appendFloat(b, float64(pu.Seq))
 	b = fmt.Appendf(b, "%020d", pu.Epoch)
@@ -509,16 +513,16 @@ func counterKeyArg(k store.Key, pu store.Push) string {
 		i = j
 	}
 	binary.LittleEndian.PutUint32(b[at:], uint32(int32(groups)))
-	b = binary.LittleEndian.AppendUint32(b, uint32(int32(len(pu.Withdraw))))
-	for _, w := range pu.Withdraw {
+	b = binary.LittleEndian.AppendUint32(b, uint32(int32(len(r.Withdraw))))
+	for _, w := range r.Withdraw {
 		b = appendFloat(b, float64(w.ID))
 		b = appendFloat(b, float64(sp.Bucket(w.At)))
 		b = binary.LittleEndian.AppendUint32(b, uint32(int32(w.N)))
 	}
-	b = binary.LittleEndian.AppendUint32(b, uint32(int32(len(pu.Reseed))))
-	for i, t := range pu.Reseed {
+	b = binary.LittleEndian.AppendUint32(b, uint32(int32(len(r.Reseed))))
+	for i, t := range r.Reseed {
 		b = appendFloat(b, float64(sp.Bucket(t)))
-		b = binary.LittleEndian.AppendUint32(b, uint32(int32(store.CountAt(pu.ReseedCounts, i))))
+		b = binary.LittleEndian.AppendUint32(b, uint32(int32(store.CountAt(r.ReseedCounts, i))))
 	}
 	return string(b)
 }
@@ -561,11 +565,15 @@ func (s *Store) askCounted(ctx context.Context, now int64, k store.Key, gw int, 
 		return store.Answer{}, err
 	}
 	own := 0
-	if q.Own {
+	var call store.Call
+	if q.Call != nil {
+		call = *q.Call
+	}
+	if call.Own {
 		own = 1
 	}
-	args := append(counterHead(now, k, 0), gw, q.N, deadlineOf(ctx), own, q.ID, fmt.Sprintf("%020d", q.Epoch), len(q.Withdraw))
-	for _, w := range q.Withdraw {
+	args := append(counterHead(now, k, 0), gw, q.N, deadlineOf(ctx), own, call.ID, fmt.Sprintf("%020d", call.Epoch), len(call.Withdraw))
+	for _, w := range call.Withdraw {
 		args = append(args, w.ID, k.Window.Bucket(w.At), w.N)
 	}
 	keys := s.counterKeys(k.Name, gw)

@@ -71,7 +71,11 @@ func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint6
 	now := storetest.T0
 	push := func(k, g int) store.Push {
 		s := &st[k][g]
-		return store.Push{Gateway: g, Admits: s.stamps, Counts: s.counts, Seq: s.seq, Epoch: s.epoch, WantOwn: true, Withdraw: s.pending}
+		p := store.Push{Gateway: g, Admits: s.stamps, Counts: s.counts, Seq: s.seq, Epoch: s.epoch, WantOwn: true}
+		if len(s.pending) > 0 {
+			p.Repair = &store.Repair{Withdraw: s.pending}
+		}
+		return p
 	}
 	acked := func(k, g int) {
 		s := &st[k][g]
@@ -127,9 +131,9 @@ func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint6
 		default: // a central check, perhaps carrying the push; or a grant
 			s := &st[k][g]
 			s.id++
-			q := store.Query{Kind: store.QueryCentral, N: 1 + rng.IntN(3), Own: true, ID: s.id, Epoch: s.epoch, Withdraw: s.pending}
+			q := store.Query{Kind: store.QueryCentral, N: 1 + rng.IntN(3), Call: &store.Call{Own: true, ID: s.id, Epoch: s.epoch, Withdraw: s.pending}}
 			if op == 9 {
-				q = store.Query{Kind: store.QueryGrant, N: 1 + rng.IntN(5), Epoch: s.epoch, Withdraw: s.pending}
+				q = store.Query{Kind: store.QueryGrant, N: 1 + rng.IntN(5), Call: &store.Call{Epoch: s.epoch, Withdraw: s.pending}}
 			}
 			carried := len(st[k][g].stamps) > 0 && rng.IntN(2) == 0 && op == 8
 			if carried {
@@ -153,7 +157,7 @@ func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint6
 				acked(k, g)
 			}
 			if q.Kind == store.QueryCentral && rng.IntN(3) == 0 { // its answer was lost: withdraw it
-				s.pending = append(s.pending, store.Withdrawal{ID: q.ID, At: now, N: q.N})
+				s.pending = append(s.pending, store.Withdrawal{ID: q.Call.ID, At: now, N: q.N})
 			}
 		}
 	}

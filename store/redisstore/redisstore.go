@@ -295,19 +295,23 @@ func syncArgs(args []any, now int64, k store.Key, pu store.Push) []any {
 	if pu.WantOwn {
 		wantOwn = 1
 	}
+	var r store.Repair
+	if pu.Repair != nil {
+		r = *pu.Repair
+	}
 	args = append(args, us(now), pu.Gateway, pu.Seq, pu.Ask, until, wantOwn, len(pu.Admits), pu.Epoch, len(pu.Gone),
-		len(pu.Withdraw), len(pu.Reseed), pu.ReseedID)
+		len(r.Withdraw), len(r.Reseed), r.ReseedID)
 	for _, g := range pu.Gone {
 		args = append(args, g)
 	}
 	for i, t := range pu.Admits {
 		args = append(args, us(t), store.CountAt(pu.Counts, i))
 	}
-	for _, w := range pu.Withdraw {
+	for _, w := range r.Withdraw {
 		args = append(args, w.ID, w.N)
 	}
-	for i, t := range pu.Reseed {
-		args = append(args, us(t), store.CountAt(pu.ReseedCounts, i))
+	for i, t := range r.Reseed {
+		args = append(args, us(t), store.CountAt(r.ReseedCounts, i))
 	}
 	return args
 }
@@ -420,8 +424,12 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 	if err != nil {
 		return store.Answer{}, err
 	}
-	args := append(head(now, k, 0), us(now), gw, q.N, deadlineOf(ctx), q.ID, q.Epoch, len(q.Withdraw))
-	for _, w := range q.Withdraw {
+	var call store.Call
+	if q.Call != nil {
+		call = *q.Call
+	}
+	args := append(head(now, k, 0), us(now), gw, q.N, deadlineOf(ctx), call.ID, call.Epoch, len(call.Withdraw))
+	for _, w := range call.Withdraw {
 		args = append(args, w.ID, w.N)
 	}
 	var c *redis.Cmd
@@ -438,7 +446,7 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 // carries reports whether q carries a push that changes anything.
 func carries(q store.Query) bool {
 	c := q.Carry
-	return c != nil && (len(c.Admits) > 0 || len(c.Reseed) > 0)
+	return c != nil && (len(c.Admits) > 0 || c.Repair != nil)
 }
 
 // scriptFor is the script of a central check or a grant.

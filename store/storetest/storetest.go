@@ -291,17 +291,17 @@ var contract = []struct {
 			// gateway 0 pushes one admit at +100ms, then its central check
 			// of 2 at +100ms (id 1) is logged but its answer never comes
 			sync1(t, b, at(100), k, store.Push{Gateway: 0, Epoch: 7, Admits: []int64{at(100)}, Seq: 1})
-			a, err := b.Ask(ctx, at(100), k, 0, store.Query{Kind: store.QueryCentral, N: 2, ID: 1, Epoch: 7})
+			a, err := b.Ask(ctx, at(100), k, 0, store.Query{Kind: store.QueryCentral, N: 2, Call: &store.Call{ID: 1, Epoch: 7}})
 			if err != nil || !a.Admit || a.Count != 3 {
 				t.Fatalf("%v: central check: %+v (%v), want admitted at 3", spec, a, err)
 			}
 			w := []store.Withdrawal{{ID: 1, At: at(100), N: 2}}
-			p := sync1(t, b, at(200), k, store.Push{Gateway: 0, Epoch: 7, Withdraw: w})
+			p := sync1(t, b, at(200), k, store.Push{Gateway: 0, Epoch: 7, Repair: &store.Repair{Withdraw: w}})
 			if p.Count != 1 {
 				t.Fatalf("%v: count %d after the withdrawal, want 1: the pushed admit alone", spec, p.Count)
 			}
 			// withdrawing it again (a retried push) changes nothing
-			if p = sync1(t, b, at(300), k, store.Push{Gateway: 0, Epoch: 7, Withdraw: w}); p.Count != 1 {
+			if p = sync1(t, b, at(300), k, store.Push{Gateway: 0, Epoch: 7, Repair: &store.Repair{Withdraw: w}}); p.Count != 1 {
 				t.Fatalf("%v: count %d after the withdrawal's retry, want 1", spec, p.Count)
 			}
 		}
@@ -311,15 +311,15 @@ var contract = []struct {
 			k := key(t, 10, spec)
 			k.Name += "/" + spec.String()
 			// the withdrawal of query 5 reaches the store before the query
-			sync1(t, b, at(100), k, store.Push{Gateway: 1, Epoch: 3, Withdraw: []store.Withdrawal{{ID: 5, At: at(90), N: 1}}})
-			if a, err := b.Ask(ctx, at(90), k, 1, store.Query{Kind: store.QueryCentral, N: 1, ID: 5, Epoch: 3}); err == nil {
+			sync1(t, b, at(100), k, store.Push{Gateway: 1, Epoch: 3, Repair: &store.Repair{Withdraw: []store.Withdrawal{{ID: 5, At: at(90), N: 1}}}})
+			if a, err := b.Ask(ctx, at(90), k, 1, store.Query{Kind: store.QueryCentral, N: 1, Call: &store.Call{ID: 5, Epoch: 3}}); err == nil {
 				t.Fatalf("%v: a withdrawn query answered %+v, want an error: it must change nothing", spec, a)
 			}
 			if p := sync1(t, b, at(110), k, store.Push{Gateway: 1, Epoch: 3}); p.Count != 0 {
 				t.Fatalf("%v: count %d after a withdrawn query, want 0", spec, p.Count)
 			}
 			// a later query of the gateway, or another's, is decided
-			if a, err := b.Ask(ctx, at(120), k, 1, store.Query{Kind: store.QueryCentral, N: 1, ID: 6, Epoch: 3}); err != nil || !a.Admit || a.Count != 1 {
+			if a, err := b.Ask(ctx, at(120), k, 1, store.Query{Kind: store.QueryCentral, N: 1, Call: &store.Call{ID: 6, Epoch: 3}}); err != nil || !a.Admit || a.Count != 1 {
 				t.Fatalf("%v: the next query: %+v (%v), want admitted at 1", spec, a, err)
 			}
 			if ok, _, err := central(b, at(130), k, 2, 1); err != nil || !ok {
@@ -332,7 +332,7 @@ var contract = []struct {
 			k := key(t, 100, spec)
 			k.Name += "/" + spec.String()
 			push := store.Push{Gateway: 2, Epoch: 4, Admits: []int64{at(9000)}, Seq: 1,
-				Reseed: []int64{at(500), at(3000), at(8000)}, ReseedCounts: []int{2, 3, 1}, ReseedID: 1}
+				Repair: &store.Repair{Reseed: []int64{at(500), at(3000), at(8000)}, ReseedCounts: []int{2, 3, 1}, ReseedID: 1}}
 			if p := sync1(t, b, at(9000), k, push); p.Count != 7 {
 				t.Fatalf("%v: count %d after a re-seed of 6 and an admit, want 7", spec, p.Count)
 			}
