@@ -335,7 +335,7 @@ func New(cfg Config) (*Limiter, error) {
 
 // Allow decides one request for key under the default limit.
 func (l *Limiter) Allow(ctx context.Context, key string) Decision {
-	return l.allow(ctx, l.keyName(key), Limit{l.cfg.Limit, l.cfg.Window, l.cfg.WindowBuckets}, 1)
+	return l.allow(ctx, key, Limit{l.cfg.Limit, l.cfg.Window, l.cfg.WindowBuckets}, 1)
 }
 
 // keyName is the name key is held under: itself, or its SHA-256 when it is
@@ -344,6 +344,12 @@ func (l *Limiter) keyName(key string) string {
 	if len(key) <= l.cfg.MaxKeyLen {
 		return key
 	}
+	return hashedKey(key)
+}
+
+// hashedKey is a long key's name: its SHA-256. (Apart from keyName, which
+// stays small enough to inline on the request path.)
+func hashedKey(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
@@ -364,7 +370,7 @@ func (l *Limiter) AllowLimit(ctx context.Context, key string, lim Limit, n int) 
 	if n < 1 {
 		return Decision{}, fmt.Errorf("limiter: cost %d: must be at least 1", n)
 	}
-	return l.allow(ctx, l.keyName(key), lim, n), nil
+	return l.allow(ctx, key, lim, n), nil
 }
 
 // Now is the Limiter's clock, ns: the clock of Decision.At.
@@ -421,6 +427,7 @@ func (l *Limiter) specOf(lim Limit) window.Spec {
 }
 
 func (l *Limiter) allow(ctx context.Context, key string, lim Limit, n int) Decision {
+	key = l.keyName(key) // here, not in Allow, which stays small enough to inline; a hashed key's name is its own
 	// The request gives up on the store Timeout after it came, whatever
 	// it waited for meanwhile (the key, held by another request's call):
 	// a request never waits much longer than Timeout.
