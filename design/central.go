@@ -21,6 +21,14 @@ type centralLog struct {
 	cfg   Config
 	view  storeView
 	local local
+	// the last answer, when it is not in the view yet: the common answer
+	// (no call, the key's life unchanged, no floor) is only noted, and
+	// taken into the view when the view is read (catchUp), since the
+	// simulator's central-log asks the store about every request and
+	// reads the view only at syncs
+	noted      bool
+	notedAt    int64
+	notedCount int
 }
 
 func newCentralLog(c Config) Gateway {
@@ -38,6 +46,15 @@ func (c *centralLog) Decide(now int64, n int) (Verdict, store.Query) {
 // the gateways' re-seeds) may admit what the count remembered from before
 // leaves no room for: that admit is withdrawn, and the request rejected.
 func (c *centralLog) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
+	if q.Call == nil && c.view.floor == 0 && c.local.sameLife(now, a.Gen) {
+		c.noted, c.notedAt, c.notedCount = true, now, a.Count
+		if !a.Admit {
+			return Reject
+		}
+		c.local.remember(now, n)
+		return Admit
+	}
+	c.catchUp()
 	forgot, old, oldAt := c.local.answered(now, q.Call, a.Gen), 0, c.view.at
 	lo := c.cfg.Window.Lo(now)
 	if forgot {
@@ -58,9 +75,18 @@ func (c *centralLog) Resume(now int64, n int, q store.Query, a store.Answer) Ver
 	return Admit
 }
 
+// catchUp takes a noted answer into the view.
+func (c *centralLog) catchUp() {
+	if c.noted {
+		c.noted = false
+		c.view.rebase(c.notedAt, c.cfg.Window.Lo(c.notedAt), c.notedCount)
+	}
+}
+
 // Fallback is the remembering rule over the store's last count and the
 // fallback's admits not yet pushed.
 func (c *centralLog) Fallback(now int64, n int) Verdict {
+	c.catchUp()
 	known, own := c.view.remembered(c.cfg.Window.Lo(now)), c.local.sinceSyncCount(now)
 	if !remembered(&c.cfg, known, own, n) {
 		return Reject
@@ -82,6 +108,7 @@ func (c *centralLog) SyncPush(now int64, p *store.Push) {
 }
 
 func (c *centralLog) SyncPull(now int64, p *store.Pull) {
+	c.catchUp()
 	forgot, old, oldAt := c.local.pulled(now, p), 0, c.view.at
 	if forgot {
 		old = c.view.known(c.cfg.Window.Lo(now))
@@ -108,6 +135,7 @@ func (c *centralLog) PullsView() bool { return false }
 // View returns what the store's last word left; when budget frees, only
 // the store knows. The fallback's view is the remembering rule's.
 func (c *centralLog) View(now int64, fallback bool) (int, int64) {
+	c.catchUp()
 	lo := c.cfg.Window.Lo(now)
 	if !fallback {
 		return max(c.cfg.Limit-c.view.known(lo), 0), 0

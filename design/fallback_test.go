@@ -258,3 +258,71 @@ func forgetRun(t *testing.T, name string, forget bool) int {
 	}
 	return worst
 }
+
+// central-log notes an answer without a call (the simulator's, with no
+// store failures) and takes it into its view only when the view is read: a
+// gateway that does so and one that takes every answer at once (Mend)
+// decide, view and fall back alike, through answers, syncs, other
+// gateways' admits and stamps leaving the window.
+func TestCentralLogNotedAnswersTellTheSame(t *testing.T) {
+	spec := window.Spec{Size: 10 * time.Second}
+	const limit, k = 50, 4
+	var gws [2]design.Gateway
+	var keys [2]*memstore.Key
+	for i, mend := range []bool{false, true} {
+		keys[i] = memstore.NewKey(limit, spec)
+		g, err := design.New("central-log", design.Config{Limit: limit, Window: spec, Gateways: k, Gateway: 1, Sync: time.Second, Mend: mend})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gws[i] = g
+	}
+	var seq uint64
+	views := 0
+	for step := range 4000 {
+		now := int64(step) * int64(37*time.Millisecond)
+		switch step % 7 {
+		case 0: // another gateway's admit lands at both stores
+			seq++
+			for _, key := range keys {
+				key.Sync(now, store.Push{Gateway: 0, Admits: []int64{now}, Seq: seq})
+			}
+		case 3: // a sync
+			for i, g := range gws {
+				design.Sync(g, now, keys[i].SyncTo)
+			}
+		case 5: // the fallback, as while the store is down
+			v0, v1 := gws[0].Fallback(now, 1), gws[1].Fallback(now, 1)
+			if v0 != v1 {
+				t.Fatalf("step %d: fallback %v without mend, %v with", step, v0, v1)
+			}
+		default:
+			var vs [2]design.Verdict
+			for i, g := range gws {
+				v, q := g.Decide(now, 1)
+				if v == design.Ask {
+					v = g.Resume(now, 1, q, keys[i].Answer(now, 1, q))
+				}
+				vs[i] = v
+			}
+			if vs[0] != vs[1] {
+				t.Fatalf("step %d: %v without mend, %v with", step, vs[0], vs[1])
+			}
+		}
+		if step%3 == 0 {
+			for _, fb := range []bool{false, true} {
+				r0, u0 := gws[0].View(now, fb)
+				r1, u1 := gws[1].View(now, fb)
+				if r0 != r1 || u0 != u1 {
+					t.Fatalf("step %d: view (fallback %v) %d, %d without mend, %d, %d with", step, fb, r0, u0, r1, u1)
+				}
+				if r0 > 0 && r0 < limit {
+					views++
+				}
+			}
+		}
+	}
+	if views == 0 {
+		t.Fatal("no view between empty and full: the test compared nothing of interest")
+	}
+}

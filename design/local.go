@@ -198,11 +198,21 @@ func (l *local) ackWithdrawals(upTo uint64) {
 // for longer than a window after any call), and the admits this gateway
 // had pushed are re-seeded from its history, if it keeps one.
 func (l *local) contact(now int64, gen uint64) bool {
-	if l.heard && gen == l.gen {
-		l.genAt = now
+	if l.sameLife(now, gen) {
 		return false
 	}
 	return l.newLife(now, gen)
+}
+
+// sameLife is contact's common case: it reports whether gen is the life
+// the store reported last (and then takes it as heard at now); when not,
+// nothing changed, and contact must follow.
+func (l *local) sameLife(now int64, gen uint64) bool {
+	if l.heard && gen == l.gen {
+		l.genAt = now
+		return true
+	}
+	return false
 }
 
 // newLife is contact when the store reports another life than the last.
