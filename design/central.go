@@ -109,15 +109,7 @@ func (c *centralLog) SyncPush(now int64, p *store.Push) {
 
 func (c *centralLog) SyncPull(now int64, p *store.Pull) {
 	c.catchUp()
-	forgot, old, oldAt := c.local.pulled(now, p), 0, c.view.at
-	if forgot {
-		old = c.view.known(c.cfg.Window.Lo(now))
-	}
-	c.view.pulled(now, p)
-	if forgot {
-		c.view.forgot(old, oldAt)
-	}
-	c.local.settle()
+	takePull(now, p, &c.view, &c.local, c.cfg.Window)
 }
 
 func (c *centralLog) Held() int { return 0 }

@@ -133,15 +133,7 @@ func (c *counter) SyncPush(now int64, p *store.Push) {
 }
 
 func (c *counter) SyncPull(now int64, p *store.Pull) {
-	forgot, old, oldAt := c.local.pulled(now, p), 0, c.view.at
-	if forgot {
-		old = c.view.known(c.cfg.Window.Lo(now))
-	}
-	c.view.pulled(now, p)
-	if forgot {
-		c.view.forgot(old, oldAt)
-	}
-	c.local.settle()
+	takePull(now, p, &c.view, &c.local, c.cfg.Window)
 	if c.mode == modeTrackShare {
 		if p.Count == 0 {
 			c.share = 1 / float64(c.cfg.Gateways)

@@ -138,6 +138,21 @@ func (v *storeView) forgot(old int, oldAt int64) {
 	v.reckon()
 }
 
+// takePull takes a sync's pull into a view and a local record (then
+// settled): when the store forgot the key, what the view knew before stays
+// a floor under the store's count.
+func takePull(now int64, p *store.Pull, v *storeView, l *local, w window.Spec) {
+	forgot, old, oldAt := l.pulled(now, p), 0, v.at
+	if forgot {
+		old = v.known(w.Lo(now))
+	}
+	v.pulled(now, p)
+	if forgot {
+		v.forgot(old, oldAt)
+	}
+	l.settle()
+}
+
 // unfloored reports whether the store's count has no floor under it, or
 // is at least the floor.
 func (v *storeView) unfloored(lo int64) bool {

@@ -287,16 +287,7 @@ func TestStoreThatLostItsData(t *testing.T) {
 				}()
 			}
 			time.Sleep(3 * time.Second)
-			if how == "flushall" {
-				c := srv.Client()
-				if err := c.FlushAll(context.Background()).Err(); err != nil {
-					t.Fatal(err)
-				}
-				c.Close()
-			} else {
-				srv.Stop()
-				srv.Restart()
-			}
+			srv.Forget(how)
 			close(lost)
 			wg.Wait()
 			const limit, k, perSync = 200, 3, 20 // a flood of 100 a second, Δ = 200 ms

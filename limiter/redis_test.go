@@ -44,14 +44,7 @@ func flood(ls []*Limiter, key string, rate float64, d time.Duration, answers boo
 	var mu sync.Mutex
 	r := &slowRun{contacts: make([][]int64, len(ls))}
 	for i, l := range ls {
-		l.OnSync(func(took time.Duration, err error) {
-			if err == nil {
-				mu.Lock()
-				r.contacts[i] = append(r.contacts[i], time.Now().Add(-took).UnixNano())
-				r.longestSync = max(r.longestSync, took)
-				mu.Unlock()
-			}
-		})
+		r.watch(l, i, &mu)
 	}
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -234,14 +227,7 @@ func TestRedisFailureAndRecovery(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				l.OnSync(func(took time.Duration, err error) {
-					if err == nil {
-						mu.Lock()
-						r.contacts[i] = append(r.contacts[i], time.Now().Add(-took).UnixNano())
-						r.longestSync = max(r.longestSync, took)
-						mu.Unlock()
-					}
-				})
+				r.watch(l, i, &mu)
 				ls = append(ls, l)
 			}
 			key := "failure-" + name

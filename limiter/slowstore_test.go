@@ -109,6 +109,19 @@ type slowRun struct {
 	stats                                Stats
 }
 
+// watch records in r each successful sync of l, gateway i: when its view
+// was refreshed, and the longest sync.
+func (r *slowRun) watch(l *Limiter, i int, mu *sync.Mutex) {
+	l.OnSync(func(took time.Duration, err error) {
+		if err == nil {
+			mu.Lock()
+			r.contacts[i] = append(r.contacts[i], time.Now().Add(-took).UnixNano())
+			r.longestSync = max(r.longestSync, took)
+			mu.Unlock()
+		}
+	})
+}
+
 // gateways starts f's K gateways of design dsg on the store behind p, with
 // the same sync phases in every scenario (so that runs differ by the
 // store's delays, not by when each gateway syncs), recording each
@@ -131,14 +144,7 @@ func (f slowFleet) gateways(t *testing.T, p *slowproxy.Proxy, dsg, prefix string
 		if err != nil {
 			return nil, nil, err
 		}
-		l.OnSync(func(took time.Duration, err error) {
-			if err == nil {
-				mu.Lock()
-				r.contacts[i] = append(r.contacts[i], time.Now().Add(-took).UnixNano())
-				r.longestSync = max(r.longestSync, took)
-				mu.Unlock()
-			}
-		})
+		r.watch(l, i, mu)
 		ls = append(ls, l)
 	}
 	return ls, first, nil

@@ -126,6 +126,26 @@ func (s *Server) Restart() {
 	waitPing(s.t, s.ClientOptions(), filepath.Join(s.dir, "redis.log"))
 }
 
+// Forget makes the server lose every key, the way an operator or a crash
+// would: how is "flushall" (FLUSHALL) or "restart" (a restart without
+// persistence, unless the server was started persistent).
+func (s *Server) Forget(how string) {
+	s.t.Helper()
+	switch how {
+	case "flushall":
+		c := s.Client()
+		defer c.Close()
+		if err := c.FlushAll(context.Background()).Err(); err != nil {
+			s.t.Fatal(err)
+		}
+	case "restart":
+		s.Stop()
+		s.Restart()
+	default:
+		s.t.Fatalf("redistest: Forget(%q): want flushall or restart", how)
+	}
+}
+
 // ClientOptions are go-redis options that reach the server.
 func (s *Server) ClientOptions() *redis.Options {
 	o := &redis.Options{Addr: s.Addr, Password: s.opt.Password}
