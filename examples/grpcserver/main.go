@@ -72,7 +72,9 @@ func main() {
 }
 
 // service is grpc-go's test service with its empty call answered.
-type service struct{ testpb.UnimplementedTestServiceServer }
+type service struct {
+	testpb.UnimplementedTestServiceServer
+}
 
 func (service) EmptyCall(context.Context, *testpb.Empty) (*testpb.Empty, error) {
 	return &testpb.Empty{}, nil
