@@ -112,6 +112,23 @@ func TestTimelines(t *testing.T) {
 			r(2150, 0, "admit"),   // 100 aged out: 1 + 1
 			r(2150, 1, "reject"),  // gateway 1 knew 5; 0 and 100 aged out: 3
 			r(2250, 1, "admit")}}, // 200 aged out: 2
+		// the same requests as shared-counter's above: the others' count is
+		// not aged between pulls, and the own count is exact in the window
+		"caddy-distributed": {"caddy-distributed", 2, 3, 2 * sec, window.Sliding, sec, []step{
+			r(0, 0, "admit"), r(100, 0, "admit"),
+			r(200, 1, "admit"), r(300, 1, "admit"), // gateway 1 knows nothing yet
+			r(400, 0, "admit"),    // 0 others + 2 own < 3: the fleet is at 5, over L
+			r(500, 0, "reject"),   // 0 + 3
+			s(1000, 0),            // the store holds its 3: others 0
+			s(1000, 1),            // others 3 (gateway 0's)
+			r(1500, 0, "reject"),  // 0 + 3 own
+			r(2000, 0, "admit"),   // its admit at 0 left: 0 + 2
+			r(2050, 0, "reject"),  // 0 + 3
+			r(2150, 1, "reject"),  // others 3, never aged, though 0 and 100 have left
+			s(2200, 1),            // a new pull: of gateway 0's, only 400 is pushed and in: others 1
+			r(2250, 1, "admit"),   // 1 + 1 own (300; 200 left at 2200)
+			r(2260, 1, "reject"),  // 1 + 2
+			r(2300, 1, "admit")}}, // 300 left: 1 + 1
 		"shared-counter fixed window": {"shared-counter", 2, 2, 2 * sec, window.Fixed, sec, []step{
 			r(0, 0, "admit"), r(1900, 1, "admit"), s(1950, 1), s(1950, 0),
 			r(1990, 0, "reject"), // knows 2

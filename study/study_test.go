@@ -31,18 +31,18 @@ func TestGridRunCount(t *testing.T) {
 		// designs x (flood and honest baselines, 8 targeted floods, 2
 		// pulsed, 2 sudden, 3 round trips and 2 losses under a flood and
 		// honest traffic, restarts under both) x seeds
-		PartBeyond: 8 * (2 + 8 + 2 + 2 + 6 + 4 + 2 + 2) * 3,
+		PartBeyond: 9 * (2 + 8 + 2 + 2 + 6 + 4 + 2 + 2) * 3,
 		// designs x (window kinds x (honest x seeds + floods x seeds) +
 		// busy window kinds x seeds)
-		PartCounters: 8 * (4*(2*5+2*3) + 2*2),
+		PartCounters: 9 * (4*(2*5+2*3) + 2*2),
 	}
 	for p, n := range want {
 		if parts[p] != n {
 			t.Errorf("%s: %d runs, want %d", p, parts[p], n)
 		}
 	}
-	if len(runs) != 15589+624+544+48 {
-		t.Errorf("grid has %d runs, want %d", len(runs), 15589+624+544+48)
+	if len(runs) != 15589+702+612+54 {
+		t.Errorf("grid has %d runs, want %d", len(runs), 15589+702+612+54)
 	}
 	seen := map[string]bool{}
 	for _, r := range runs {

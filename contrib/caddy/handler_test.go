@@ -200,3 +200,33 @@ func TestBadSettingsAreNamed(t *testing.T) {
 	}
 	caddy.Stop()
 }
+
+// The same handler from Caddy's JSON, as an operator who does not use a
+// Caddyfile writes it.
+func TestJSONConfig(t *testing.T) {
+	port := freePort(t)
+	cfg := fmt.Sprintf(`{
+  "admin": {"disabled": true, "config": {"persist": false}},
+  "storage": {"module": "file_system", "root": %q},
+  "apps": {"http": {"http_port": %d, "servers": {"s": {
+    "listen": ["127.0.0.1:%d"], "automatic_https": {"disable": true},
+    "routes": [{"handle": [
+      {"handler": "fleetlimit", "headers": "draft",
+       "zones": {"api": {"key": "{http.request.header.X-API-Key}", "limit": 1, "window": "1m", "design": "shared-counter", "sync": "500ms"}}},
+      {"handler": "static_response", "body": "ok"}]}]}}}}}`, t.TempDir(), port, port)
+	if err := caddy.Load([]byte(cfg), true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { caddy.Stop() })
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	if code, h, body := get(t, url, "dave"); code != 200 || body != "ok" || h.Get("RateLimit-Policy") != `"api";q=1;w=60` {
+		t.Fatalf("first: %d %q %q", code, body, h.Get("RateLimit-Policy"))
+	}
+	if code, _, _ := get(t, url, "dave"); code != 429 {
+		t.Fatalf("second: %d, want 429", code)
+	}
+	bad := strings.Replace(cfg, `"limit": 1`, `"limit": -1`, 1)
+	if err := caddy.Load([]byte(bad), true); err == nil || !strings.Contains(err.Error(), "zone api: limit -1") {
+		t.Fatalf("a limit of -1: %v", err)
+	}
+}

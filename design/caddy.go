@@ -1,0 +1,97 @@
+package design
+
+import (
+	"math"
+
+	"github.com/fleetlimit/fleetlimit/store"
+	"github.com/fleetlimit/fleetlimit/window"
+)
+
+func init() {
+	register(Info{
+		Name:    "caddy-distributed",
+		Summary: "caddy-ratelimit's distributed mode: the others' counts at the last sync (not aged) + own admits in the window < L",
+		New:     newCaddy,
+	})
+}
+
+// caddyDist is mholt/caddy-ratelimit's distributed mode, the rule Caddy
+// fleets run today (its source, distributed.go): every write interval each
+// instance stores its count of the window, every read interval it reads
+// the others', and it admits while the others' last counts, never aged,
+// plus its own exact count of the window are under the limit. Here both
+// intervals are Δ and fall at the gateway's sync, so the others' counts are
+// as of their last push, counted by the store at this gateway's pull; they
+// are not aged until the next pull, as in Caddy. The fallback, when the
+// store is unreachable, is fleetlimit's remembering rule, as every design's.
+type caddyDist struct {
+	*counter
+	own    *window.Log // own admits in the window, exact
+	others int         // the other gateways' admits at the last pull
+}
+
+func newCaddy(c Config) Gateway {
+	return &caddyDist{counter: newCounter(c, modeShared).(*counter), own: window.New(c.Window, c.Limit)}
+}
+
+// admits is the rule for a request of cost n at now, applied to its last
+// unit.
+func (g *caddyDist) admits(now int64, n int) bool {
+	return g.others+g.own.Count(now)+n-1 < g.cfg.Limit
+}
+
+func (g *caddyDist) Decide(now int64, n int) (Verdict, store.Query) {
+	if !g.admits(now, n) {
+		return Reject, store.Query{}
+	}
+	g.local.add(now, n)
+	g.own.Add(now, n)
+	return Admit, store.Query{}
+}
+
+// RefusesUntil: between pulls the others' counts stand still, so the rule
+// changes only when an own admit leaves the window.
+func (g *caddyDist) RefusesUntil(now int64) int64 {
+	if g.admits(now, 1) {
+		return now
+	}
+	if t, ok := g.own.Oldest(); ok {
+		return g.cfg.Window.Reset(now, t)
+	}
+	return math.MaxInt64
+}
+
+// Fallback is the remembering rule, its admits logged as own.
+func (g *caddyDist) Fallback(now int64, n int) Verdict {
+	v := g.counter.Fallback(now, n)
+	if v == Admit {
+		g.own.Add(now, n)
+	}
+	return v
+}
+
+func (g *caddyDist) SyncPush(now int64, p *store.Push) {
+	g.counter.SyncPush(now, p)
+	p.WantOwn = true
+}
+
+func (g *caddyDist) SyncPull(now int64, p *store.Pull) {
+	g.counter.SyncPull(now, p)
+	g.others = max(p.Count-p.Own, 0)
+}
+
+// View returns the admits left by the rule and when the oldest own admit
+// leaves the window (0 when there is none and the others have admitted).
+func (g *caddyDist) View(now int64, fallback bool) (int, int64) {
+	if fallback {
+		return g.counter.View(now, true)
+	}
+	own := g.own.Count(now)
+	var reset int64
+	if t, ok := g.own.Oldest(); ok {
+		reset = g.cfg.Window.Reset(now, t)
+	} else if g.others == 0 {
+		reset = now
+	}
+	return max(g.cfg.Limit-g.others-own, 0), reset
+}
