@@ -150,7 +150,8 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 
 // seriesColor is the colour of series i: plotutil's seven soft colours,
 // then black (headroom, the eighth design, would otherwise take
-// central-log's red), then the dark ones.
+// central-log's red), grey (the ninth, caddy-distributed, whose marker is
+// central-log's ring again), then the dark ones.
 func seriesColor(i int) color.Color {
 	soft := plotutil.SoftColors
 	switch {
@@ -158,6 +159,8 @@ func seriesColor(i int) color.Color {
 		return soft[i]
 	case i == len(soft):
 		return color.Black
+	case i == len(soft)+1:
+		return color.Gray{Y: 0x70}
 	}
-	return plotutil.DarkColors[(i-len(soft)-1)%len(plotutil.DarkColors)]
+	return plotutil.DarkColors[(i-len(soft)-2)%len(plotutil.DarkColors)]
 }
