@@ -1,0 +1,379 @@
+package rls
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	"gopkg.in/yaml.v3"
+)
+
+// Parse reads a configuration: one YAML document per domain (documents
+// separated by ---), in envoyproxy/ratelimit's format, and at most one
+// "fleetlimit" section.
+func Parse(name string, r io.Reader) (*Config, error) {
+	src, err := io.ReadAll(r)
+	if err != nil {
+		return nil, &ConfigError{File: name, Msg: err.Error()}
+	}
+	return ParseFiles([]File{{Name: name, Src: src}}, false)
+}
+
+// File is one configuration file's name and contents.
+type File struct {
+	Name string
+	Src  []byte
+}
+
+// ParseFiles reads several files as one configuration, as
+// envoyproxy/ratelimit loads a config directory: a domain given in two
+// files is an error, unless merge is set (MERGE_DOMAIN_CONFIG), when the
+// later file's descriptors join the domain's. At most one file may have a
+// fleetlimit section.
+func ParseFiles(files []File, merge bool) (*Config, error) {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.Name
+	}
+	c := &Config{Source: strings.Join(names, ", "), domains: map[string]*node{}, digest: digest(files)}
+	c.Settings = DefaultSettings()
+	b := builder{c: c, merge: merge}
+	for _, f := range files {
+		if err := b.file(f); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.domains) == 0 {
+		return nil, &ConfigError{File: c.Source, Msg: "no domain configured"}
+	}
+	c.FileSettings = c.Settings
+	return c, c.Settings.validate(b.settingsFile)
+}
+
+// builder puts files together into one Config.
+type builder struct {
+	c            *Config
+	merge        bool
+	settingsFile string // the file with the fleetlimit section
+}
+
+// file adds one file's documents.
+func (b *builder) file(f File) error {
+	name := f.Name
+	dec := yaml.NewDecoder(bytes.NewReader(f.Src))
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return yamlError(name, err)
+		}
+		if len(doc.Content) == 0 {
+			continue
+		}
+		if err := b.document(name, doc.Content[0]); err != nil {
+			return err
+		}
+	}
+}
+
+// document adds one YAML document: a domain, a fleetlimit section, or both.
+func (b *builder) document(name string, root *yaml.Node) error {
+	if root.Kind != yaml.MappingNode {
+		return &ConfigError{name, root.Line, "a config document must be a mapping with a domain and descriptors"}
+	}
+	if err := noDuplicateKeys(name, root); err != nil {
+		return err
+	}
+	p := parser{file: name}
+	var domain string
+	var descs *yaml.Node
+	domainLine, settings := root.Line, false
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		switch k.Value {
+		case "domain":
+			if v.Kind != yaml.ScalarNode {
+				return &ConfigError{name, v.Line, "domain must be a string"}
+			}
+			domain, domainLine = v.Value, v.Line
+		case "descriptors":
+			descs = v
+		case "fleetlimit":
+			if b.settingsFile != "" {
+				return &ConfigError{name, k.Line, "more than one fleetlimit section (the first is in " + b.settingsFile + ")"}
+			}
+			b.settingsFile, settings = name, true
+			if err := p.settings(v, &b.c.Settings); err != nil {
+				return err
+			}
+		default:
+			if k.Tag != "!!str" {
+				return &ConfigError{name, k.Line, "config error, key is not of type string: " + k.Value}
+			}
+			return &ConfigError{name, k.Line, fmt.Sprintf("config error, unknown key '%s' (want domain, descriptors or fleetlimit)", k.Value)}
+		}
+	}
+	if domain == "" {
+		if descs == nil && settings {
+			return nil // a document with only the fleetlimit section
+		}
+		return &ConfigError{name, domainLine, "config file cannot have empty domain"}
+	}
+	root2 := b.c.domains[domain]
+	switch {
+	case root2 != nil && !b.merge:
+		return &ConfigError{name, domainLine, fmt.Sprintf("duplicate domain '%s' in config file", domain)}
+	case root2 == nil:
+		root2 = &node{children: map[string]*node{}}
+		b.c.domains[domain] = root2
+	}
+	if descs != nil {
+		return p.descriptors(descs, root2, domain+".")
+	}
+	return nil
+}
+
+// noDuplicateKeys refuses a mapping, at any depth, that gives one key
+// twice: YAML would keep the last silently, and the config would not say
+// what its author meant.
+func noDuplicateKeys(file string, n *yaml.Node) error {
+	if n.Kind == yaml.MappingNode {
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if first, dup := seen[k.Value]; dup {
+				return &ConfigError{file, k.Line, fmt.Sprintf("key %q given twice in one mapping (first on line %d)", k.Value, first)}
+			}
+			seen[k.Value] = k.Line
+		}
+	}
+	for _, c := range n.Content {
+		if err := noDuplicateKeys(file, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func yamlError(name string, err error) error {
+	msg := err.Error()
+	// yaml.v3 says "yaml: line N: ..."
+	if rest, ok := strings.CutPrefix(msg, "yaml: line "); ok {
+		if n, tail, ok := strings.Cut(rest, ":"); ok {
+			if line, e := strconv.Atoi(n); e == nil {
+				return &ConfigError{name, line, "invalid YAML:" + tail}
+			}
+		}
+	}
+	return &ConfigError{File: name, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+type parser struct{ file string }
+
+func (p parser) errf(n *yaml.Node, format string, a ...any) error {
+	return &ConfigError{p.file, n.Line, fmt.Sprintf(format, a...)}
+}
+
+func (p parser) descriptors(list *yaml.Node, parent *node, prefix string) error {
+	if list.Kind == yaml.ScalarNode && list.Tag == "!!null" {
+		return nil // "descriptors:" with nothing after it: none, as upstream
+	}
+	if list.Kind != yaml.SequenceNode {
+		return p.errf(list, "descriptors must be a list")
+	}
+	for _, d := range list.Content {
+		if d.Kind != yaml.MappingNode {
+			return p.errf(d, "config error, yaml file contains list of type other than map: %s", d.Value)
+		}
+		var key, value string
+		var rl, children, meta *yaml.Node
+		var shadow, detailed, quota, toMetric, share bool
+		for i := 0; i+1 < len(d.Content); i += 2 {
+			k, v := d.Content[i], d.Content[i+1]
+			if !validKeys[k.Value] {
+				if k.Tag != "!!str" {
+					return p.errf(k, "config error, key is not of type string: %s", k.Value)
+				}
+				return p.errf(k, "config error, unknown key '%s'", k.Value)
+			}
+			var err error
+			switch k.Value {
+			case "key":
+				key, err = p.str(v)
+			case "value":
+				value, err = p.str(v)
+			case "rate_limit":
+				rl = v
+			case "descriptors":
+				children = v
+			case "shadow_mode":
+				shadow, err = p.boolean(v)
+			case "detailed_metric":
+				detailed, err = p.boolean(v)
+			case "quota_mode":
+				quota, err = p.boolean(v)
+			case "value_to_metric":
+				toMetric, err = p.boolean(v)
+			case "share_threshold":
+				share, err = p.boolean(v)
+			case "metadata":
+				meta = v
+			default:
+				return p.errf(k, "key %q does not belong in a descriptor", k.Value)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if key == "" {
+			return p.errf(d, "descriptor has empty key")
+		}
+		final := key
+		if value != "" {
+			final += "_" + value
+		}
+		if _, dup := parent.children[final]; dup {
+			return p.errf(d, "duplicate descriptor composite key '%s%s'", prefix, final)
+		}
+		if share && !strings.Contains(final, "*") {
+			return p.errf(d, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", final)
+		}
+		n := &node{children: map[string]*node{}, valueToMetric: toMetric, shareThreshold: share}
+		if rl != nil {
+			lim, err := p.rateLimit(rl)
+			if err != nil {
+				return err
+			}
+			lim.ShadowMode, lim.DetailedMetric, lim.QuotaMode, lim.FullKey = shadow, detailed, quota, prefix+final
+			if lim.Metadata, err = p.metadata(meta); err != nil {
+				return err
+			}
+			n.limit = lim
+		}
+		if children != nil {
+			if err := p.descriptors(children, n, prefix+final+"."); err != nil {
+				return err
+			}
+		}
+		parent.children[final] = n
+		if strings.Contains(final, "*") {
+			parent.wildcards = append(parent.wildcards, wildcard{key: final, parts: strings.Split(final, "*")})
+		}
+	}
+	return nil
+}
+
+func (p parser) rateLimit(m *yaml.Node) (*RateLimit, error) {
+	if m.Kind != yaml.MappingNode {
+		return nil, p.errf(m, "rate_limit must be a mapping")
+	}
+	lim := &RateLimit{}
+	unit := ""
+	unitNode := m
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		var err error
+		switch k.Value {
+		case "unit":
+			unit, err = p.str(v)
+			unitNode = v
+		case "requests_per_unit":
+			var n uint64
+			if v.Kind != yaml.ScalarNode {
+				return nil, p.errf(v, "requests_per_unit must be a whole number")
+			}
+			n, err = strconv.ParseUint(v.Value, 10, 32)
+			if err != nil {
+				return nil, p.errf(v, "requests_per_unit %q: want a whole number from 0 to 4294967295", v.Value)
+			}
+			lim.RequestsPerUnit = uint32(n)
+		case "unlimited":
+			lim.Unlimited, err = p.boolean(v)
+		case "name":
+			lim.Name, err = p.str(v)
+		case "replaces":
+			if v.Kind != yaml.SequenceNode {
+				return nil, p.errf(v, "replaces must be a list of {name: ...}")
+			}
+			for _, r := range v.Content {
+				name := ""
+				if r.Kind == yaml.MappingNode {
+					for j := 0; j+1 < len(r.Content); j += 2 {
+						if r.Content[j].Value != "name" {
+							return nil, p.errf(r.Content[j], "config error, unknown key '%s' in replaces", r.Content[j].Value)
+						}
+						name = r.Content[j+1].Value
+					}
+				}
+				if name == "" {
+					return nil, p.errf(r, "should not have an empty replaces entry")
+				}
+				lim.Replaces = append(lim.Replaces, name)
+			}
+		default:
+			if validKeys[k.Value] {
+				return nil, p.errf(k, "key %q does not belong in rate_limit", k.Value)
+			}
+			return nil, p.errf(k, "config error, unknown key '%s'", k.Value)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	u, ok := unitNames[strings.ToUpper(unit)]
+	switch {
+	case lim.Unlimited && ok:
+		return nil, p.errf(unitNode, "should not specify rate limit unit when unlimited")
+	case !lim.Unlimited && !ok:
+		return nil, p.errf(unitNode, "invalid rate limit unit '%s' (want second, minute, hour, day, week, month or year)", unit)
+	}
+	lim.Unit = u
+	for _, r := range lim.Replaces {
+		if r == lim.Name {
+			return nil, p.errf(m, "replaces should not contain name of same descriptor")
+		}
+	}
+	return lim, nil
+}
+
+// metadata converts a descriptor's metadata mapping (nil: none) to the
+// Struct that the response's dynamic metadata carries.
+func (p parser) metadata(v *yaml.Node) (*structpb.Struct, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := v.Decode(&m); err != nil {
+		return nil, p.errf(v, "metadata must be a mapping: %v", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	st, err := structpb.NewStruct(m)
+	if err != nil {
+		return nil, p.errf(v, "error parsing metadata: %v", err)
+	}
+	return st, nil
+}
+
+func (p parser) str(v *yaml.Node) (string, error) {
+	if v.Kind != yaml.ScalarNode {
+		return "", p.errf(v, "want a string")
+	}
+	return v.Value, nil
+}
+
+func (p parser) boolean(v *yaml.Node) (bool, error) {
+	var b bool
+	if v.Kind != yaml.ScalarNode || v.Decode(&b) != nil {
+		return false, p.errf(v, "want true or false, not %q", v.Value)
+	}
+	return b, nil
+}
