@@ -65,11 +65,15 @@ func (u Unit) String() string {
 type RateLimit struct {
 	RequestsPerUnit uint32
 	Unit            Unit
-	Unlimited       bool
-	Name            string
-	Replaces        []string
-	ShadowMode      bool
-	DetailedMetric  bool
+	// UnitMultiplier makes the window UnitMultiplier units long (0 and 1:
+	// one unit): RLS v3's RateLimitOverride.unit_multiplier, and a
+	// fleetlimit extension in YAML; envoyproxy/ratelimit ignores it.
+	UnitMultiplier uint32
+	Unlimited      bool
+	Name           string
+	Replaces       []string
+	ShadowMode     bool
+	DetailedMetric bool
 	// QuotaMode makes the limit a quota: over it, the request is over the
 	// limit only when every quota limit of the request is.
 	QuotaMode bool
@@ -157,6 +161,9 @@ func (r *RateLimit) String() string {
 		b.WriteString("unlimited")
 	} else {
 		fmt.Fprintf(&b, "%d per %v", r.RequestsPerUnit, r.Unit)
+		if r.UnitMultiplier > 1 {
+			fmt.Fprintf(&b, " × %d (%v)", r.UnitMultiplier, r.Window())
+		}
 	}
 	if r.Name != "" {
 		fmt.Fprintf(&b, ", name %q", r.Name)
@@ -177,6 +184,11 @@ func (r *RateLimit) String() string {
 		b.WriteString(", metadata")
 	}
 	return b.String()
+}
+
+// Window is the limit's window: UnitMultiplier units.
+func (r *RateLimit) Window() time.Duration {
+	return r.Unit.Duration() * time.Duration(max(r.UnitMultiplier, 1))
 }
 
 // Domains returns the configured domain names.
@@ -206,5 +218,5 @@ func (e *ConfigError) Error() string {
 }
 
 var validKeys = map[string]bool{"domain": true, "key": true, "value": true, "descriptors": true, "rate_limit": true,
-	"unit": true, "requests_per_unit": true, "unlimited": true, "shadow_mode": true, "name": true, "replaces": true,
+	"unit": true, "requests_per_unit": true, "unit_multiplier": true, "unlimited": true, "shadow_mode": true, "name": true, "replaces": true,
 	"detailed_metric": true, "quota_mode": true, "value_to_metric": true, "share_threshold": true, "metadata": true}

@@ -80,16 +80,22 @@ func resolve(cfg *Config, req *pb.RateLimitRequest) ([]descriptor, error) {
 			if u.Duration() == 0 {
 				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override with unknown unit %d", i, o.GetUnit())
 			}
+			var mult uint32
+			if um := o.GetUnitMultiplier(); um != nil {
+				if mult = um.GetValue(); mult == 0 {
+					return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override with unit_multiplier 0: want 1 or more", i)
+				}
+			}
 			// An override names no configured limit: its metric label must
 			// not carry the request's values (API keys, unbounded).
 			name := domainLabel(cfg, domain) + ".override"
-			m = match{limit: &RateLimit{RequestsPerUnit: o.GetRequestsPerUnit(), Unit: u, FullKey: name}, metric: name}
+			m = match{limit: &RateLimit{RequestsPerUnit: o.GetRequestsPerUnit(), Unit: u, UnitMultiplier: mult, FullKey: name}, metric: name}
 		} else {
 			m = matchEntries(cfg, domain, entries)
 		}
 		descs[i].limit, descs[i].metric = m.limit, m.metric
 		if m.limit != nil {
-			descs[i].counter = counterKey(cfg.Settings, domain, entries, m.shared, m.limit.Unit)
+			descs[i].counter = counterKey(cfg.Settings, domain, entries, m.shared, m.limit)
 		}
 		if m.limit != nil {
 			for _, r := range m.limit.Replaces {
@@ -118,7 +124,7 @@ func (e pbEntries) At(i int) (string, string) { return e[i].GetKey(), e[i].GetVa
 // adds the window's start; the other designs "domain.key_value.key...|UNIT"
 // (the unit, not the limit: a changed limit keeps the count). One
 // allocation, the key itself.
-func counterKey[E entrySource](set Settings, domain string, es E, shared []string, u Unit) string {
+func counterKey[E entrySource](set Settings, domain string, es E, shared []string, lim *RateLimit) string {
 	var buf [256]byte
 	b := buf[:0]
 	upstream := set.Design == "central-counter"
@@ -145,8 +151,16 @@ func counterKey[E entrySource](set Settings, domain string, es E, shared []strin
 			}
 		}
 	}
-	if !upstream {
-		b = append(append(b, '|'), u.String()...)
+	mult := max(lim.UnitMultiplier, 1)
+	switch {
+	case !upstream:
+		b = append(append(b, '|'), lim.Unit.String()...)
+		if mult > 1 {
+			b = strconv.AppendUint(append(b, '*'), uint64(mult), 10)
+		}
+	case mult > 1: // upstream has no multiplier: a key of its own
+		b = strconv.AppendUint(append(b, 'x'), uint64(mult), 10)
+		b = append(b, '_')
 	}
 	return string(b)
 }
@@ -201,7 +215,7 @@ func (s *Service) count(ctx context.Context, d descriptor, add uint64) (limiter.
 	if lim.RequestsPerUnit == 0 {
 		return limiter.Decision{Allowed: false, At: s.lim.Now()}, nil
 	}
-	l := limiter.Limit{Requests: int(lim.RequestsPerUnit), Window: lim.Unit.Duration(), Buckets: s.lim.WindowBuckets()}
+	l := limiter.Limit{Requests: int(lim.RequestsPerUnit), Window: lim.Window(), Buckets: s.lim.WindowBuckets()}
 	if add == 0 {
 		return s.lim.Check(ctx, d.counter, l)
 	}
@@ -214,7 +228,7 @@ func (s *Service) setStatus(cfg *Config, req *pb.RateLimitRequest, d *descriptor
 	st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK,
 		CurrentLimit: &pb.RateLimitResponse_RateLimit{RequestsPerUnit: lim.RequestsPerUnit,
 			Unit: pb.RateLimitResponse_RateLimit_Unit(lim.Unit), Name: lim.Name},
-		DurationUntilReset: durationpb.New(untilReset(cfg.Settings.WindowKind, lim.Unit, dec))}
+		DurationUntilReset: durationpb.New(untilReset(cfg.Settings.WindowKind, lim.Window(), dec))}
 	over := !dec.Allowed
 	outcome := within
 	switch {
@@ -296,11 +310,11 @@ func (s *Service) metricsFor(cfg *Config) *boundMetrics {
 // its end, in whole seconds of Unix time as envoyproxy/ratelimit says it
 // (a minute's window at 12.3 s says 48 s); for a sliding one the time
 // until this gateway's view frees budget.
-func untilReset(kind window.Kind, u Unit, dec limiter.Decision) time.Duration {
+func untilReset(kind window.Kind, w time.Duration, dec limiter.Decision) time.Duration {
 	if kind != window.Fixed {
 		return dec.Reset
 	}
-	div := int64(u.Duration() / time.Second)
+	div := int64(w / time.Second)
 	sec := dec.At / int64(time.Second)
 	return time.Duration(div-sec%div) * time.Second
 }
@@ -310,6 +324,7 @@ func (s *Service) respond(cfg *Config, req *pb.RateLimitRequest, descs []descrip
 	set := cfg.Settings
 	resp := &pb.RateLimitResponse{OverallCode: pb.RateLimitResponse_OK, Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(descs))}
 	var tightest *pb.RateLimitResponse_DescriptorStatus
+	var tightWin time.Duration // its limit's window
 	overRate, quotas, overQuotas := false, 0, 0
 	var passed []*RateLimit
 	for i, d := range descs {
@@ -324,7 +339,7 @@ func (s *Service) respond(cfg *Config, req *pb.RateLimitRequest, descs []descrip
 		st := d.status
 		resp.Statuses[i] = st
 		if tightest == nil || st.LimitRemaining < tightest.LimitRemaining {
-			tightest = st
+			tightest, tightWin = st, d.limit.Window()
 		}
 		quota := set.QuotaMode || d.limit.QuotaMode
 		if quota {
@@ -336,7 +351,7 @@ func (s *Service) respond(cfg *Config, req *pb.RateLimitRequest, descs []descrip
 		case quota:
 			overQuotas++
 		default:
-			overRate, tightest = true, st
+			overRate, tightest, tightWin = true, st, d.limit.Window()
 		}
 	}
 	if overRate || (quotas > 0 && quotas == overQuotas) {
@@ -346,7 +361,7 @@ func (s *Service) respond(cfg *Config, req *pb.RateLimitRequest, descs []descrip
 		resp.OverallCode = pb.RateLimitResponse_OK
 	}
 	if set.ResponseHeaders && tightest != nil {
-		resp.ResponseHeadersToAdd = rateLimitHeaders(set, tightest)
+		resp.ResponseHeadersToAdd = rateLimitHeaders(set, tightest, tightWin)
 	}
 	if set.DynamicMetadata {
 		resp.DynamicMetadata = dynamicMetadata(req, passed)
@@ -355,8 +370,8 @@ func (s *Service) respond(cfg *Config, req *pb.RateLimitRequest, descs []descrip
 }
 
 // rateLimitHeaders are the response headers of the tightest status, in
-// the configured style.
-func rateLimitHeaders(set Settings, st *pb.RateLimitResponse_DescriptorStatus) []*corev3.HeaderValue {
+// the configured style; w is its limit's window.
+func rateLimitHeaders(set Settings, st *pb.RateLimitResponse_DescriptorStatus, w time.Duration) []*corev3.HeaderValue {
 	limit := uint64(st.CurrentLimit.GetRequestsPerUnit())
 	reset := int64(math.Ceil(st.GetDurationUntilReset().AsDuration().Seconds()))
 	if set.Headers == HeadersLegacy {
@@ -367,7 +382,7 @@ func rateLimitHeaders(set Settings, st *pb.RateLimitResponse_DescriptorStatus) [
 		}
 	}
 	name := st.CurrentLimit.GetName()
-	window := int64(Unit(st.CurrentLimit.GetUnit()).Duration() / time.Second)
+	window := int64(w / time.Second)
 	return []*corev3.HeaderValue{
 		{Key: "RateLimit-Policy", Value: httpmw.PolicyField(name, limit, window)},
 		{Key: "RateLimit", Value: httpmw.LimitField(name, uint64(st.LimitRemaining), reset)},

@@ -294,6 +294,13 @@ func (p parser) rateLimit(m *yaml.Node) (*RateLimit, error) {
 				return nil, p.errf(v, "requests_per_unit %q: want a whole number from 0 to 4294967295", v.Value)
 			}
 			lim.RequestsPerUnit = uint32(n)
+		case "unit_multiplier": // a fleetlimit extension: upstream refuses the key
+			var n uint64
+			n, err = strconv.ParseUint(v.Value, 10, 32)
+			if v.Kind != yaml.ScalarNode || err != nil || n < 1 {
+				return nil, p.errf(v, "unit_multiplier %q: want a whole number from 1 to 4294967295 (a window of that many units)", v.Value)
+			}
+			lim.UnitMultiplier = uint32(n)
 		case "unlimited":
 			lim.Unlimited, err = p.boolean(v)
 		case "name":
@@ -331,6 +338,8 @@ func (p parser) rateLimit(m *yaml.Node) (*RateLimit, error) {
 	switch {
 	case lim.Unlimited && ok:
 		return nil, p.errf(unitNode, "should not specify rate limit unit when unlimited")
+	case lim.Unlimited && lim.UnitMultiplier > 0:
+		return nil, p.errf(m, "should not specify unit_multiplier when unlimited")
 	case !lim.Unlimited && !ok:
 		return nil, p.errf(unitNode, "invalid rate limit unit '%s' (want second, minute, hour, day, week, month or year)", unit)
 	}
