@@ -121,6 +121,11 @@ type Config struct {
 	// Fleet names the fleet whose indexes the claims are of; default
 	// "default". Fleets that share a store need names of their own.
 	Fleet string
+	// StoreSpan, when set, is called as a decision starts a store round
+	// trip, with the request's context; what it returns is called with the
+	// call's error when the round trip ends. A tracer's span, for example;
+	// nil costs nothing.
+	StoreSpan func(ctx context.Context) (end func(error))
 }
 
 // Limit is a per-key limit that overrides the Limiter's default.
@@ -468,7 +473,14 @@ func (l *Limiter) decide(ctx context.Context, e *entry, now, giveUp int64, n int
 	v, q := e.gw.Decide(now, n)
 	if v == design.Ask {
 		l.stats.roundTrips.Add(1)
+		var end func(error)
+		if l.cfg.StoreSpan != nil {
+			end = l.cfg.StoreSpan(ctx)
+		}
 		a, err := l.ask(ctx, e, now, giveUp, q)
+		if end != nil {
+			end(err)
+		}
 		if err != nil {
 			return l.abandon(ctx, e, now, n, q, err)
 		}

@@ -12,6 +12,8 @@ import (
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/fleetlimit/fleetlimit/limiter"
 )
@@ -23,8 +25,30 @@ import (
 // record of its admits reaches its steady size (the admits of one window)
 // within the run, as it does in a server that has run a window: the
 // allocations counted are a running server's, not a warm-up's.
+// Tracing off, on (every decision a span, batched to an exporter that
+// drops them) and sampled at 1%.
 // go test -bench ShouldRateLimit -benchmem ./rls
 func BenchmarkShouldRateLimit(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		sampler sdktrace.Sampler // nil: tracing off
+	}{{"tracing-off", nil}, {"tracing-on", sdktrace.AlwaysSample()}, {"tracing-1pct", sdktrace.TraceIDRatioBased(0.01)}} {
+		b.Run(c.name, func(b *testing.B) {
+			var tr Tracing
+			if c.sampler != nil {
+				// a batching exporter that drops what it is given: the
+				// spans' cost in the request path, not an exporter's
+				tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(c.sampler)),
+					sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+				defer tp.Shutdown(context.Background())
+				tr.Tracer = tp.Tracer("fleetlimit")
+			}
+			benchShouldRateLimit(b, tr)
+		})
+	}
+}
+
+func benchShouldRateLimit(b *testing.B, tr Tracing) {
 	cfg, err := Parse("bench.yaml", strings.NewReader("domain: edge\ndescriptors:\n  - key: api_key\n    rate_limit: {unit: minute, requests_per_unit: 1000000000}\n"))
 	if err != nil {
 		b.Fatal(err)
@@ -39,6 +63,7 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 	}
 	defer lim.Close()
 	svc := NewService(cfg, lim)
+	svc.SetTracing(tr)
 	reqs := make([]*pb.RateLimitRequest, 10_000)
 	for i := range reqs {
 		reqs[i] = &pb.RateLimitRequest{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{{

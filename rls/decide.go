@@ -25,6 +25,14 @@ import (
 // descriptor that is neither in shadow mode nor a quota is over, or when
 // every quota descriptor is.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	if s.tracing.Tracer != nil {
+		return s.traced(ctx, req, nil)
+	}
+	return s.shouldRateLimit(ctx, req)
+}
+
+// shouldRateLimit is ShouldRateLimit, untraced.
+func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
 	s.requests.Inc()
 	defer s.observe(time.Now())
 	if req.GetDomain() == "" {

@@ -35,6 +35,7 @@ type Service struct {
 	latency  prometheus.Histogram
 	syncs    *prometheus.HistogramVec
 	detailed seriesCap
+	tracing  Tracing
 	bound    atomic.Pointer[boundMetrics]
 	health   *health.Server
 	draining atomic.Bool
@@ -185,7 +186,12 @@ func (s *Service) Handler() http.Handler {
 			http.Error(w, "invalid RateLimitRequest JSON: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		resp, err := s.ShouldRateLimit(r.Context(), &req)
+		var resp *pb.RateLimitResponse
+		if s.tracing.Tracer != nil {
+			resp, err = s.traced(r.Context(), &req, r.Header)
+		} else {
+			resp, err = s.shouldRateLimit(r.Context(), &req)
+		}
 		if err != nil {
 			http.Error(w, status.Convert(err).Message(), http.StatusBadRequest)
 			return

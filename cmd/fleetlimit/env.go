@@ -71,7 +71,12 @@ var envVars = []envVar{
 	{name: "PROMETHEUS_ADDR", flag: "metrics-addr"},
 	{name: "PROMETHEUS_PATH", flag: "metrics-path"},
 	{name: "PROMETHEUS_MAPPER_YAML", refuse: always("fleetlimit's metric names are its own (docs/serve.md); a statsd mapper does not apply")},
-	{name: "TRACING_ENABLED", refuse: onlyFalse("tracing is not supported")},
+	{name: "TRACING_ENABLED", flag: "tracing", conv: boolValue},
+	{name: "TRACING_EXPORTER_PROTOCOL", flag: "tracing-protocol", conv: lower},
+	{name: "TRACING_SERVICE_NAME", flag: "tracing-service-name"},
+	{name: "TRACING_SERVICE_NAMESPACE", flag: "tracing-service-namespace"},
+	{name: "TRACING_SERVICE_INSTANCE_ID", flag: "tracing-service-instance-id"},
+	{name: "TRACING_SAMPLING_RATE", flag: "tracing-sampling-rate"},
 	{name: "BACKEND_TYPE", refuse: func(v string) string {
 		if strings.EqualFold(v, "redis") {
 			return ""

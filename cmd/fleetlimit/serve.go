@@ -52,6 +52,7 @@ type serveFlags struct {
 	logLevel, logFormat                 string
 	tlsCert, tlsKey, tlsClientCA        string
 	grpcOpts                            []grpc.ServerOption
+	tracing                             tracingFlags
 }
 
 // redisFlags say how to reach Redis.
@@ -174,6 +175,9 @@ feature fleetlimit lacks is refused by name. See docs/serve.md.`,
 			if sf.grpcOpts, err = grpcCredentials(sf); err != nil {
 				return usageError{err}
 			}
+			if err := sf.tracing.validate(); err != nil {
+				return usageError{err}
+			}
 			redisstore.SetLogger(log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -242,6 +246,7 @@ func serveFlagSet(c *cobra.Command, sf *serveFlags) {
 	f.StringVar(&sf.tlsClientCA, "grpc-tls-client-ca", "", "PEM CA bundle: require client certificates it signed (mutual TLS)")
 	f.StringVar(&sf.logLevel, "log-level", "info", "debug, info, warn or error (debug includes the Redis client's own lines)")
 	f.StringVar(&sf.logFormat, "log-format", "text", "text or json")
+	sf.tracing.addFlags(f)
 	f.DurationVar(&sf.drain, "drain-delay", time.Second, "on SIGTERM, how long to answer NOT_SERVING to health checks while still serving, before draining connections")
 }
 
@@ -421,11 +426,23 @@ func serve(ctx context.Context, sf serveFlags, src rls.Source, cfg *rls.Config, 
 	}
 	defer closeStore()
 	set := cfg.Settings
-	lim, err := limiter.New(set.Limiter(st, log))
+	tp, err := sf.tracing.provider(ctx)
+	if err != nil {
+		return usageError{err}
+	}
+	lc := set.Limiter(st, log)
+	var tracing rls.Tracing
+	if tp != nil {
+		defer flushTraces(tp, log)
+		tracing = rls.Tracing{Tracer: tp.Tracer("fleetlimit"), Values: sf.tracing.values}
+		lc.StoreSpan = rls.StoreSpan(tracing.Tracer)
+	}
+	lim, err := limiter.New(lc)
 	if err != nil {
 		return usageError{err}
 	}
 	svc := rls.NewService(cfg, lim)
+	svc.SetTracing(tracing)
 	gl, hl, err := listeners(sf)
 	if err != nil {
 		lim.Close()
@@ -466,7 +483,8 @@ func serve(ctx context.Context, sf serveFlags, src rls.Source, cfg *rls.Config, 
 	}
 	log.Info("fleetlimit serve", "grpc", gl.Addr().String(), "http", hl.Addr().String(), "config", src.Path,
 		"design", set.Design, "window_kind", set.WindowKind, "window_buckets", set.WindowBuckets, "sync", set.Sync,
-		"gateway", fmt.Sprintf("%d/%d", lim.Fleet().Gateway, lim.Fleet().Gateways), "membership", set.Membership, "store", where)
+		"gateway", fmt.Sprintf("%d/%d", lim.Fleet().Gateway, lim.Fleet().Gateways), "membership", set.Membership, "store", where,
+		"tracing", sf.tracing.on)
 	var serveErr error
 	select {
 	case <-ctx.Done():
