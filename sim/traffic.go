@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -27,6 +28,9 @@ const PageLoadBurst = 10
 
 // PageLoadSpread is the time over which a page load's requests arrive (ns).
 const PageLoadSpread = int64(1e9)
+
+// MaxFactor is the largest traffic factor a run takes.
+const MaxFactor = 1e9
 
 // Traffic is a traffic model and its factor (F for honest traffic, M for
 // floods), and the shape of its arrivals in time and over the gateways.
@@ -109,8 +113,11 @@ func ParseTraffic(s string) (Traffic, error) {
 		return Traffic{}, fmt.Errorf("traffic %q: unknown model %q; %s", s, name, want)
 	}
 	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || !(f > 0) || f > 1e9 {
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange), !(f > 0):
 		return Traffic{}, fmt.Errorf("traffic %q: factor %q is not a positive number; %s", s, num, want)
+	case f > MaxFactor:
+		return Traffic{}, fmt.Errorf("traffic %q: factor %q is over %g, the most the simulator takes (a flood of %g × L a window)", s, num, float64(MaxFactor), float64(MaxFactor))
 	}
 	t.Factor = f
 	if targeted {

@@ -44,6 +44,9 @@ syncs/s is the fleet's syncs per key per second (the store's load).`,
   fleetlimit advise --gateways 8 --rtt 10ms --sync-loss 0.05 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkWorkers(workers); err != nil {
+				return err
+			}
 			var err error
 			if q.Gateways, err = parseInts(gateways); err != nil {
 				return usagef("--gateways %q: %v", gateways, err)

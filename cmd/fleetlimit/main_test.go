@@ -47,6 +47,12 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"sim", "--keys", "10", "--key-dist", "zipf:0"}, `key distribution "zipf:0": S must be a number in (0, 10]`},
 		{[]string{"sim", "--key-dist", "pareto"}, `key distribution "pareto": want uniform or zipf:S`},
 		{[]string{"sim", "--keys", "100000", "--traffic", "flood:1000"}, "more than the 2e+09 a run allows"},
+		{[]string{"sim", "--traffic", "flood:1e12"}, `factor "1e12" is over 1e+09`},
+		{[]string{"sim", "--workers", "-1"}, "--workers -1: want 0 (one per core) to 1024"},
+		{[]string{"study", "--quick", "--workers", "1000000"}, "--workers 1000000: want 0 (one per core) to 1024"},
+		{[]string{"advise", "--workers", "2000"}, "--workers 2000: want 0 (one per core) to 1024"},
+		{[]string{"serve", "--config", "../../examples/ratelimit.yaml", "--http-addr", "notanaddr"}, `--http-addr "notanaddr": want host:port`},
+		{[]string{"serve", "--config", "../../examples/ratelimit.yaml", "--grpc-addr", "127.0.0.1:99999"}, `--grpc-addr "127.0.0.1:99999": the port is not`},
 		{[]string{"sim", "extra"}, `unknown command "extra"`},
 		{[]string{"nonsense"}, `unknown command "nonsense"`},
 	} {

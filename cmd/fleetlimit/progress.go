@@ -74,3 +74,15 @@ func (p *progress) finish() {
 		_ = p.bar.Finish()
 	}
 }
+
+// maxWorkers is the most parallel runs --workers takes: past the cores,
+// more only cost memory.
+const maxWorkers = 1024
+
+// checkWorkers refuses a --workers outside 0 (one per core) to maxWorkers.
+func checkWorkers(n int) error {
+	if n < 0 || n > maxWorkers {
+		return usagef("--workers %d: want 0 (one per core) to %d", n, maxWorkers)
+	}
+	return nil
+}

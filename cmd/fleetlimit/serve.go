@@ -178,6 +178,9 @@ feature fleetlimit lacks is refused by name. See docs/serve.md.`,
 			if err := sf.tracing.validate(); err != nil {
 				return usageError{err}
 			}
+			if err := sf.checkAddrs(); err != nil {
+				return usageError{err}
+			}
 			redisstore.SetLogger(log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -398,6 +401,25 @@ func clientTLS(ca, cert, key string, skipName bool) (*tls.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// checkAddrs names a listen address that is not host:port (an empty
+// host is every interface); that one is in use is found when it is opened.
+func (sf serveFlags) checkAddrs() error {
+	for _, a := range []struct{ flag, addr string }{{"--grpc-addr", sf.grpcAddr}, {"--http-addr", sf.httpAddr},
+		{"--metrics-addr", sf.metricsAddr}, {"--debug-addr", sf.debugAddr}} {
+		if a.addr == "" || (a.flag == "--grpc-addr" && sf.grpcUDS != "") {
+			continue
+		}
+		_, port, err := net.SplitHostPort(a.addr)
+		if err != nil {
+			return fmt.Errorf("%s %q: want host:port: %v", a.flag, a.addr, err)
+		}
+		if _, err := net.LookupPort("tcp", port); err != nil {
+			return fmt.Errorf("%s %q: the port is not a number from 0 to 65535 or a service name", a.flag, a.addr)
+		}
+	}
+	return nil
 }
 
 // listeners opens the gRPC (TCP or unix socket) and HTTP listeners.

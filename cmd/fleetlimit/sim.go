@@ -77,6 +77,9 @@ entries held.`,
   fleetlimit sim --design headroom --keys 1000 --key-dist zipf:1.1 --traffic steady:0.5 --duration 10m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkWorkers(workers); err != nil {
+				return err
+			}
 			mix, err := sim.ParseMix(traffic)
 			if err != nil {
 				return usageError{err}

@@ -45,6 +45,9 @@ Ctrl-C stops cleanly and keeps what finished.`,
   fleetlimit study --report study-out`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkWorkers(workers); err != nil {
+				return err
+			}
 			stdout := cmd.OutOrStdout()
 			if reportDir != "" {
 				if out != "" || quick || filter != "" {
