@@ -53,6 +53,9 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"advise", "--workers", "2000"}, "--workers 2000: want 0 (one per core) to 1024"},
 		{[]string{"serve", "--config", "../../examples/ratelimit.yaml", "--http-addr", "notanaddr"}, `--http-addr "notanaddr": want host:port`},
 		{[]string{"serve", "--config", "../../examples/ratelimit.yaml", "--grpc-addr", "127.0.0.1:99999"}, `--grpc-addr "127.0.0.1:99999": the port is not`},
+		{[]string{"sim", "--timeline", "1s", "--seeds", "3"}, "--timeline shows one run: give --seed S, not --seeds 3"},
+		{[]string{"sim", "--timeline", "-1s"}, "--timeline -1s: want a positive bucket width"},
+		{[]string{"sim", "--timeline", "1ms", "--timeline-until", "1h"}, "more than 10000: widen the bucket or shorten the span"},
 		{[]string{"sim", "extra"}, `unknown command "extra"`},
 		{[]string{"nonsense"}, `unknown command "nonsense"`},
 	} {
@@ -223,5 +226,37 @@ func TestLoadgenStopsWhenEveryRequestFails(t *testing.T) {
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("loadgen ran %v against a dead target", took)
+	}
+}
+
+// sim --timeline --json: the buckets asked for, and the run's figures the
+// same as sim --json's for the same flags.
+func TestSimTimelineJSON(t *testing.T) {
+	args := []string{"sim", "--design", "shared-counter", "--traffic", "flood:100", "--duration", "2m", "--json"}
+	code, out, errs := runCLI(append(args, "--timeline", "1s", "--timeline-until", "10s")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var tl struct {
+		Result struct {
+			AdmittedX float64 `json:"admitted_x"`
+		} `json:"result"`
+		Timeline struct {
+			Admits   [][]int `json:"admits"`
+			InWindow []int   `json:"in_window"`
+		} `json:"timeline"`
+	}
+	if err := json.Unmarshal([]byte(out), &tl); err != nil {
+		t.Fatal(err)
+	}
+	if len(tl.Timeline.Admits) != 10 || len(tl.Timeline.Admits[0]) != 8 || tl.Timeline.InWindow[9] <= 100 {
+		t.Fatalf("timeline: %d buckets of %d gateways, %v in the window at 10s; want 10 of 8, over L", len(tl.Timeline.Admits), len(tl.Timeline.Admits[0]), tl.Timeline.InWindow)
+	}
+	code, out, _ = runCLI(args...)
+	var plain struct {
+		AdmittedX float64 `json:"admitted_x"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &plain) != nil || plain.AdmittedX != tl.Result.AdmittedX {
+		t.Fatalf("sim --json admitted_x %v, the timeline's run %v", plain.AdmittedX, tl.Result.AdmittedX)
 	}
 }

@@ -19,15 +19,16 @@ import (
 func newSimCmd() *cobra.Command {
 	d := sim.Defaults()
 	var (
-		traffic, routing, kind string
-		restarts               string
-		members                string
-		outages, forgets       string
-		seeds                  int
-		asJSON                 bool
-		workers                int
-		keys                   int
-		keyDist                string
+		traffic, routing, kind  string
+		restarts                string
+		members                 string
+		outages, forgets        string
+		seeds                   int
+		asJSON                  bool
+		workers                 int
+		keys                    int
+		keyDist                 string
+		timeline, timelineUntil time.Duration
 	)
 	c := &cobra.Command{
 		Use:   "sim",
@@ -126,6 +127,9 @@ entries held.`,
 				}
 				return simKeys(cmd.OutOrStdout(), d, seeds, keys, dist, workers, asJSON)
 			}
+			if timeline != 0 || cmd.Flags().Changed("timeline-until") {
+				return simTimeline(cmd.OutOrStdout(), d, seeds, timeline, timelineUntil, asJSON)
+			}
 			params := make([]sim.Params, seeds)
 			for i := range params {
 				params[i] = d
@@ -170,6 +174,8 @@ entries held.`,
 	f.StringVar(&outages, "outage", "", "T+D,... the store answers nothing from time T for D; the gateways fall back")
 	f.StringVar(&forgets, "forget", "", "T,... the store loses everything it holds at time T; the gateways re-seed it")
 	f.DurationVar(&d.Faults.MemberTTL, "member-ttl", 0, "the membership's lease: heartbeats every third of it, a crashed member forgotten after it (0: 10s, serve's default)")
+	f.DurationVar(&timeline, "timeline", 0, "print the run's timeline in buckets of this width: each gateway's admits, the rejections and the fleet's admits in the window ending there, against L (one seed)")
+	f.DurationVar(&timelineUntil, "timeline-until", 0, "with --timeline, how much of the run to show (default three windows)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.IntVar(&workers, "workers", 0, "parallel runs (0: one per core)")
 	f.IntVar(&keys, "keys", 1, "N keys through the fleet at once: --traffic is each key's on average, spread by --key-dist; reports what the store carries")
