@@ -34,6 +34,7 @@ type Budgets struct {
 	OverX      float64 // worst_window_x under the threat, e.g. 1.1
 	RejectPct  float64 // honest requests rejected, percent
 	RoundTrips float64 // honest requests that wait on the store, percent
+	StoreCalls float64 // store calls (syncs and round trips) per key per second, honest traffic
 }
 
 // Candidate is one design at one Δ, with its figures: for several K, the
@@ -47,9 +48,15 @@ type Candidate struct {
 	RejectedPct  float64       `json:"rejected_pct"`   // of the honest traffic
 	RoundTripPct float64       `json:"round_trip_pct"` // of the honest traffic
 	SyncsPerSec  float64       `json:"syncs_per_second"`
-	Fits         bool          `json:"fits"`
-	Score        float64       `json:"score"`
-	Why          string        `json:"why"`
+	// StoreCallsPerSec is the store's load under the honest traffic: the
+	// fleet's syncs and round trips per key per second.
+	StoreCallsPerSec float64 `json:"store_calls_per_second"`
+	// SpreadWorstWindowX is the worst window under the threat's flood
+	// spread over every gateway (the threat's own when it is spread).
+	SpreadWorstWindowX float64 `json:"spread_worst_window_x"`
+	Fits               bool    `json:"fits"`
+	Score              float64 `json:"score"`
+	Why                string  `json:"why"`
 }
 
 // Validate reports the first thing wrong with q.
@@ -67,6 +74,8 @@ func (q Question) Validate() error {
 		return fmt.Errorf("max over-admission %v: must be at least 1 (× L)", q.Budgets.OverX)
 	case !(q.Budgets.RejectPct >= 0 && q.Budgets.RejectPct <= 100) || !(q.Budgets.RoundTrips >= 0 && q.Budgets.RoundTrips <= 100):
 		return fmt.Errorf("budgets in percent must be between 0 and 100")
+	case !(q.Budgets.StoreCalls >= 0) || math.IsInf(q.Budgets.StoreCalls, 0):
+		return fmt.Errorf("max store calls %v: want a number of calls per key per second, 0 or more", q.Budgets.StoreCalls)
 	}
 	for _, p := range q.params("", q.Gateways[0], q.Syncs[0], 1) {
 		if err := p.Validate(); err != nil {
@@ -88,6 +97,18 @@ const (
 	adviseFlood  = 20
 	adviseHonest = 60
 )
+
+// params are the honest run and the flood run of design d at k and sync,
+// and the flood spread over every gateway when the threat is aimed at
+// fewer (ok false when it is not).
+func (q Question) spreadParams(d string, k int, sync time.Duration, seed uint64) (sim.Params, bool) {
+	f := q.params(d, k, sync, seed)[1]
+	if f.Traffic.Target == 0 || f.Traffic.Target >= k {
+		return f, false
+	}
+	f.Traffic.Target = 0
+	return f, true
+}
 
 // params are the honest run and the flood run of design d at k and sync.
 func (q Question) params(d string, k int, sync time.Duration, seed uint64) [2]sim.Params {
@@ -123,8 +144,9 @@ func Advise(ctx context.Context, q Question, workers int) ([]Candidate, error) {
 		return nil, err
 	}
 	type key struct {
-		d    string
-		sync time.Duration
+		d      string
+		sync   time.Duration
+		spread bool
 	}
 	var params []sim.Params
 	var keys []key
@@ -134,14 +156,18 @@ func Advise(ctx context.Context, q Question, workers int) ([]Candidate, error) {
 				for s := 1; s <= q.Seeds; s++ {
 					pp := q.params(d, k, sync, uint64(s))
 					params = append(params, pp[0], pp[1])
-					keys = append(keys, key{d, sync}, key{d, sync})
+					keys = append(keys, key{d, sync, false}, key{d, sync, false})
+					if sp, ok := q.spreadParams(d, k, sync, uint64(s)); ok {
+						params = append(params, sp)
+						keys = append(keys, key{d, sync, true})
+					}
 				}
 			}
 		}
 	}
 	out := sweep.Run(ctx, params, sweep.Options{Workers: workers, NoStoreCounts: true}) // advice weighs none
 	// per candidate and K: the mean over seeds; then the worst over K
-	type acc struct{ honest, flood map[int][]sim.Result }
+	type acc struct{ honest, flood, spread map[int][]sim.Result }
 	accs := map[key]*acc{}
 	for i, o := range out {
 		if o.Err != nil {
@@ -150,13 +176,18 @@ func Advise(ctx context.Context, q Question, workers int) ([]Candidate, error) {
 		if !o.Done {
 			return nil, ctx.Err()
 		}
-		a := accs[keys[i]]
+		kk := keys[i]
+		kk.spread = false
+		a := accs[kk]
 		if a == nil {
-			a = &acc{honest: map[int][]sim.Result{}, flood: map[int][]sim.Result{}}
-			accs[keys[i]] = a
+			a = &acc{honest: map[int][]sim.Result{}, flood: map[int][]sim.Result{}, spread: map[int][]sim.Result{}}
+			accs[kk] = a
 		}
 		m := a.honest
-		if params[i].Traffic.Kind == sim.Flood {
+		switch {
+		case keys[i].spread:
+			m = a.spread
+		case params[i].Traffic.Kind == sim.Flood:
 			m = a.flood
 		}
 		m[params[i].Gateways] = append(m[params[i].Gateways], o.Result)
@@ -164,7 +195,7 @@ func Advise(ctx context.Context, q Question, workers int) ([]Candidate, error) {
 	var cands []Candidate
 	for _, d := range q.designs() {
 		for _, sync := range q.syncsOf(d) {
-			a := accs[key{d, sync}]
+			a := accs[key{d, sync, false}]
 			c := Candidate{Design: d, Sync: sync, SyncText: sync.String()}
 			info, _ := design.Lookup(d)
 			if info.NoSync {
@@ -176,6 +207,12 @@ func Advise(ctx context.Context, q Question, workers int) ([]Candidate, error) {
 				c.AdmittedX = math.Max(c.AdmittedX, f.AdmittedX)
 				c.RejectedPct = math.Max(c.RejectedPct, h.RejectedPct)
 				c.RoundTripPct = math.Max(c.RoundTripPct, h.RoundTripPct)
+				c.StoreCallsPerSec = math.Max(c.StoreCallsPerSec, storeCalls(a.honest[k], adviseHonest*q.Window))
+				spread := f.WorstWindowX
+				if rs := a.spread[k]; len(rs) > 0 {
+					spread = sim.Mean(rs).WorstWindowX
+				}
+				c.SpreadWorstWindowX = math.Max(c.SpreadWorstWindowX, spread)
 				if !info.NoSync {
 					c.SyncsPerSec = math.Max(c.SyncsPerSec, float64(k)/sync.Seconds())
 				}
@@ -184,6 +221,16 @@ func Advise(ctx context.Context, q Question, workers int) ([]Candidate, error) {
 		}
 	}
 	return Rank(cands, q.Budgets), nil
+}
+
+// storeCalls is the store calls (syncs and round trips) per second of
+// runs of length d, on average.
+func storeCalls(rs []sim.Result, d time.Duration) float64 {
+	var n int64
+	for _, r := range rs {
+		n += r.Syncs + r.RoundTrips
+	}
+	return float64(n) / float64(len(rs)) / d.Seconds()
 }
 
 // Rank orders candidates by the budgets: those within every budget first,
@@ -196,10 +243,11 @@ func Rank(cands []Candidate, b Budgets) []Candidate {
 	for i := range out {
 		c := &out[i]
 		over, rej, rt := share(c.WorstWindowX-1, b.OverX-1), share(c.RejectedPct, b.RejectPct), share(c.RoundTripPct, b.RoundTrips)
-		c.Fits = over <= 1 && rej <= 1 && rt <= 1
-		c.Score = over + rej + rt
+		calls := share(c.StoreCallsPerSec, b.StoreCalls)
+		c.Fits = over <= 1 && rej <= 1 && rt <= 1 && calls <= 1
+		c.Score = over + rej + rt + calls
 		if !c.Fits {
-			c.Score = math.Max(over, math.Max(rej, rt))
+			c.Score = max(over, rej, rt, calls)
 		}
 		c.Why = why(*c, b)
 	}
@@ -230,8 +278,9 @@ func share(x, budget float64) float64 {
 
 // why says in one line what places c where it is.
 func why(c Candidate, b Budgets) string {
-	figs := fmt.Sprintf("worst window %.3f × L (budget %.3g), honest rejections %.3f%% (budget %.3g%%), round trips %.2f%% (budget %.3g%%)",
-		c.WorstWindowX, b.OverX, c.RejectedPct, b.RejectPct, c.RoundTripPct, b.RoundTrips)
+	figs := fmt.Sprintf("worst window %.3f × L (budget %.3g), honest rejections %.3f%% (budget %.3g%%), round trips %.2f%% (budget %.3g%%), "+
+		"store calls %.3g per key per second (budget %.3g)",
+		c.WorstWindowX, b.OverX, c.RejectedPct, b.RejectPct, c.RoundTripPct, b.RoundTrips, c.StoreCallsPerSec, b.StoreCalls)
 	if c.Fits {
 		return fmt.Sprintf("within every budget: %s; each figure as a share of its budget sums to %.2f", figs, c.Score)
 	}
@@ -244,6 +293,9 @@ func why(c Candidate, b Budgets) string {
 	}
 	if c.RoundTripPct > b.RoundTrips {
 		missed = append(missed, "round trips")
+	}
+	if share(c.StoreCallsPerSec, b.StoreCalls) > 1 {
+		missed = append(missed, "store calls")
 	}
 	return fmt.Sprintf("misses the %s budget: %s", strings.Join(missed, " and "), figs)
 }

@@ -37,8 +37,8 @@ func TestRankFollowsTheBudgets(t *testing.T) {
 // advise's figures are the simulator's, and its ranking follows from them.
 func TestAdviseFollowsTheSimulatedFigures(t *testing.T) {
 	q := Question{Gateways: []int{4}, Syncs: []time.Duration{time.Second, 3 * time.Second}, Limit: 100, Window: time.Minute,
-		Honest: sim.Traffic{Kind: sim.Steady, Factor: 0.8}, Routing: sim.Uneven, Threat: sim.Traffic{Kind: sim.Flood, Factor: 30},
-		Seeds: 1, Budgets: Budgets{OverX: 1.3, RejectPct: 1, RoundTrips: 50}}
+		Honest: sim.Traffic{Kind: sim.Steady, Factor: 0.8}, Routing: sim.Uneven, Threat: sim.Traffic{Kind: sim.Flood, Factor: 30, Target: 1},
+		Seeds: 1, Budgets: Budgets{OverX: 1.3, RejectPct: 1, RoundTrips: 50, StoreCalls: 2}}
 	cands, err := Advise(context.Background(), q, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,19 @@ func TestAdviseFollowsTheSimulatedFigures(t *testing.T) {
 		if c.WorstWindowX != f.WorstWindowX || c.RejectedPct != h.RejectedPct || c.RoundTripPct != h.RoundTripPct {
 			t.Fatalf("%s Δ=%v: advise says %+v, the simulator %v/%v/%v", c.Design, c.Sync, c, f.WorstWindowX, h.RejectedPct, h.RoundTripPct)
 		}
-		fits := c.WorstWindowX <= q.Budgets.OverX && c.RejectedPct <= q.Budgets.RejectPct && c.RoundTripPct <= q.Budgets.RoundTrips
+		// the store's load, and the same flood spread over all four gateways
+		calls := float64(h.Syncs+h.RoundTrips) / pp[0].Duration.Seconds()
+		spread := pp[1]
+		spread.Traffic.Target = 0
+		sf, err := sim.Run(spread)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(c.StoreCallsPerSec-calls) > 1e-9 || c.SpreadWorstWindowX != sf.WorstWindowX {
+			t.Fatalf("%s Δ=%v: store calls %v and spread %v, the simulator %v and %v", c.Design, c.Sync, c.StoreCallsPerSec, c.SpreadWorstWindowX, calls, sf.WorstWindowX)
+		}
+		fits := c.WorstWindowX <= q.Budgets.OverX && c.RejectedPct <= q.Budgets.RejectPct && c.RoundTripPct <= q.Budgets.RoundTrips &&
+			c.StoreCallsPerSec <= q.Budgets.StoreCalls
 		if c.Fits != fits {
 			t.Fatalf("%s Δ=%v: fits %v, but its figures say %v", c.Design, c.Sync, c.Fits, fits)
 		}
@@ -91,6 +103,8 @@ func TestAdviseBadInput(t *testing.T) {
 		{func(q *Question) { q.Gateways = nil }, "at least one K"},
 		{func(q *Question) { q.Limit = 0 }, "limit"},
 		{func(q *Question) { q.Threat.Target = 9 }, "targets 9 gateways of 8"},
+		{func(q *Question) { q.Budgets.StoreCalls = -1 }, "max store calls -1"},
+		{func(q *Question) { q.Budgets.StoreCalls = math.NaN() }, "max store calls NaN"},
 	} {
 		q := good
 		c.edit(&q)

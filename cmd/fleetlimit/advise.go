@@ -23,7 +23,7 @@ func newAdviseCmd() *cobra.Command {
 		workers, top                             int
 	)
 	q := study.Question{Limit: 100, Window: time.Minute, Seeds: 2,
-		Budgets: study.Budgets{OverX: 1.1, RejectPct: 1, RoundTrips: 10}}
+		Budgets: study.Budgets{OverX: 1.1, RejectPct: 1, RoundTrips: 10, StoreCalls: 10}}
 	c := &cobra.Command{
 		Use:   "advise",
 		Short: "Rank the designs and sync intervals for your fleet, traffic, threat and budgets",
@@ -38,7 +38,11 @@ With several K a candidate's figures are its worst over them.
 
 The figures: worst_window_x is the most admitted in any window under the
 flood, × L; rejected_pct and round_trip_pct are of the honest traffic;
-syncs/s is the fleet's syncs per key per second (the store's load).`,
+store/s is the store's load under the honest traffic, the fleet's syncs and
+round trips per key per second, held to --max-store-calls. A threat aimed at
+some gateways (flood:M@N) is the easy case for the designs that share by
+syncing: spread_x is the same flood spread over every gateway, so that a
+recommendation made for the first says what the second would do.`,
 		Example: `  fleetlimit advise --gateways 8 --honest steady:0.8 --threat flood:100
   fleetlimit advise --gateways 4,16,32 --threat flood:1000@1 --max-over 1.05 --max-rejected 0.5 --max-round-trips 5
   fleetlimit advise --gateways 8 --rtt 10ms --sync-loss 0.05 --json`,
@@ -99,6 +103,7 @@ syncs/s is the fleet's syncs per key per second (the store's load).`,
 	f.Float64Var(&q.Budgets.OverX, "max-over", q.Budgets.OverX, "the most admitted in any window under the flood you accept, × L")
 	f.Float64Var(&q.Budgets.RejectPct, "max-rejected", q.Budgets.RejectPct, "the honest requests you accept to reject, percent")
 	f.Float64Var(&q.Budgets.RoundTrips, "max-round-trips", q.Budgets.RoundTrips, "the honest requests you accept to wait on the store, percent")
+	f.Float64Var(&q.Budgets.StoreCalls, "max-store-calls", q.Budgets.StoreCalls, "the store calls (syncs and round trips) per key per second you accept under the honest traffic")
 	f.IntVar(&q.Seeds, "seeds", q.Seeds, "seeds per run (1 to 20)")
 	f.IntVar(&top, "top", 0, "print only the first N (0: all)")
 	f.BoolVar(&asJSON, "json", false, "print the ranked candidates as JSON")
@@ -111,10 +116,11 @@ func writeAdvice(w io.Writer, q study.Question, cands []study.Candidate, took ti
 	if s := q.Faults.String(); s != "" {
 		fmt.Fprintf(w, ", store %s", s)
 	}
-	fmt.Fprintf(w, "\nbudgets: worst window ≤ %.3g × L, honest rejections ≤ %.3g%%, round trips ≤ %.3g%% (%d seeds, %v)\n\n",
-		q.Budgets.OverX, q.Budgets.RejectPct, q.Budgets.RoundTrips, q.Seeds, took.Round(10*time.Millisecond))
+	fmt.Fprintf(w, "\nbudgets: worst window ≤ %.3g × L, honest rejections ≤ %.3g%%, round trips ≤ %.3g%%, store calls ≤ %.3g per key per second (%d seeds, %v)\n",
+		q.Budgets.OverX, q.Budgets.RejectPct, q.Budgets.RoundTrips, q.Budgets.StoreCalls, q.Seeds, took.Round(10*time.Millisecond))
+	fmt.Fprintf(w, "threat assumed: %v; spread_x is the worst window of the same flood spread over every gateway\n\n", q.Threat)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "rank\tdesign\tΔ\tfits\tworst_window_x\tadmitted_x\trejected_pct\tround_trip_pct\tsyncs/s\tscore\t")
+	fmt.Fprintln(tw, "rank\tdesign\tΔ\tfits\tworst_window_x\tadmitted_x\tspread_x\trejected_pct\tround_trip_pct\tstore/s\tscore\t")
 	for i, c := range cands {
 		fits := "no"
 		if c.Fits {
@@ -124,8 +130,8 @@ func writeAdvice(w io.Writer, q study.Question, cands []study.Candidate, took ti
 		if sync == "" {
 			sync = "–"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.2f\t%.3g\t%.2f\t\n", i+1, c.Design, sync, fits, c.WorstWindowX, c.AdmittedX,
-			c.RejectedPct, c.RoundTripPct, c.SyncsPerSec, c.Score)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.2f\t%.3g\t%.2f\t\n", i+1, c.Design, sync, fits, c.WorstWindowX, c.AdmittedX,
+			c.SpreadWorstWindowX, c.RejectedPct, c.RoundTripPct, c.StoreCallsPerSec, c.Score)
 	}
 	tw.Flush()
 	if len(cands) > 0 {
@@ -134,6 +140,8 @@ func writeAdvice(w io.Writer, q study.Question, cands []study.Candidate, took ti
 			at = ""
 		}
 		fmt.Fprintf(w, "\n%s%s is first: %s.\n", cands[0].Design, at, cands[0].Why)
+		fmt.Fprintf(w, "It was chosen against %v; the same flood spread over every gateway would make its worst window %.3f × L.\n",
+			q.Threat, cands[0].SpreadWorstWindowX)
 		if !cands[0].Fits {
 			fmt.Fprintln(w, "No candidate meets every budget: loosen one, or accept the first's figures.")
 		}

@@ -51,6 +51,7 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"sim", "--workers", "-1"}, "--workers -1: want 0 (one per core) to 1024"},
 		{[]string{"study", "--quick", "--workers", "1000000"}, "--workers 1000000: want 0 (one per core) to 1024"},
 		{[]string{"advise", "--workers", "2000"}, "--workers 2000: want 0 (one per core) to 1024"},
+		{[]string{"advise", "--max-store-calls", "-1"}, "max store calls -1"},
 		{[]string{"serve", "--config", "../../examples/ratelimit.yaml", "--http-addr", "notanaddr"}, `--http-addr "notanaddr": want host:port`},
 		{[]string{"serve", "--config", "../../examples/ratelimit.yaml", "--grpc-addr", "127.0.0.1:99999"}, `--grpc-addr "127.0.0.1:99999": the port is not`},
 		{[]string{"sim", "--timeline", "1s", "--seeds", "3"}, "--timeline shows one run: give --seed S, not --seeds 3"},
@@ -258,5 +259,29 @@ func TestSimTimelineJSON(t *testing.T) {
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &plain) != nil || plain.AdmittedX != tl.Result.AdmittedX {
 		t.Fatalf("sim --json admitted_x %v, the timeline's run %v", plain.AdmittedX, tl.Result.AdmittedX)
+	}
+}
+
+// advise names the threat it assumed and what the same flood spread over
+// every gateway does to its first candidate, and holds the store's load
+// to --max-store-calls.
+func TestAdviseSaysTheThreatAndTheStoreLoad(t *testing.T) {
+	code, out, errs := runCLI("advise", "--gateways", "4", "--sync", "1s,3s", "--seeds", "1", "--threat", "flood:30@1",
+		"--max-store-calls", "2", "--max-round-trips", "50", "--max-over", "1.3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"threat assumed: flood:30@1", "store calls ≤ 2 per key per second", "store/s", "spread_x",
+		"It was chosen against flood:30@1; the same flood spread over every gateway would make its worst window"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("advise's output lacks %q:\n%s", want, out)
+		}
+	}
+	// at K = 4 a sync every second is 4 calls a second: over the budget
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[2] == "1s" && f[3] == "yes" && f[1] != "central-log" {
+			t.Errorf("a candidate syncing every second fits a budget of 2 store calls a second: %s", line)
+		}
 	}
 }
