@@ -22,8 +22,11 @@ const (
 )
 
 // mark writes v with a check when it meets the target (v <= target) and a
-// cross when it misses.
-func mark(format string, v, target float64) string {
+// cross when it misses; from a reduced grid, v alone.
+func (s section) mark(format string, v, target float64) string {
+	if s.reduced {
+		return fmt.Sprintf(format, v)
+	}
 	if v <= target {
 		return fmt.Sprintf(format+" ✓", v)
 	}
@@ -89,17 +92,17 @@ func (s section) headroom() {
 			row := []string{fmt.Sprint(k), sync.String()}
 			floods := s.headroomFloods(headroomName, k, sync)
 			if v, ok := s.t.worstOver(floods, func(m Mean) float64 { return m.AdmittedX }); ok {
-				row = append(row, mark("%.3f", v, targetAdmittedX))
+				row = append(row, s.mark("%.3f", v, targetAdmittedX))
 			} else {
 				row = append(row, "–")
 			}
 			if v, ok := s.t.worstOver(floods, func(m Mean) float64 { return m.WorstWindowX }); ok {
-				row = append(row, mark("%.3f", v, targetWorstX))
+				row = append(row, s.mark("%.3f", v, targetWorstX))
 			} else {
 				row = append(row, "–")
 			}
 			if v, ok := s.honestExcess(headroomName, k, sync); ok {
-				row = append(row, mark("%+.2f", v, targetRejectedPP))
+				row = append(row, s.mark("%+.2f", v, targetRejectedPP))
 			} else {
 				row = append(row, "–")
 			}
@@ -126,7 +129,7 @@ func (s section) againstTheStudy() {
 	worst := func(f func(Mean) float64, target float64) func(string, int, time.Duration) string {
 		return func(d string, k int, sync time.Duration) string {
 			if v, ok := s.t.worstOver(s.headroomFloods(d, k, sync), f); ok {
-				return mark("%.3f", v, target)
+				return s.mark("%.3f", v, target)
 			}
 			return "–"
 		}
@@ -139,7 +142,7 @@ func (s section) againstTheStudy() {
 		{fmt.Sprintf("honest: the most rejected_pct above central-log's, points (target ≤ %.1f)", targetRejectedPP),
 			func(d string, k int, sync time.Duration) string {
 				if v, ok := s.honestExcess(d, k, sync); ok {
-					return mark("%+.2f", v, targetRejectedPP)
+					return s.mark("%+.2f", v, targetRejectedPP)
 				}
 				return "–"
 			}},
@@ -183,7 +186,7 @@ func (s section) roundTripsOf(d string, k int, sync time.Duration) string {
 	case sync > targetTripsSync:
 		return fmt.Sprintf("%.2f", v)
 	}
-	return mark("%.2f", v, targetRoundTrips)
+	return s.mark("%.2f", v, targetRoundTrips)
 }
 
 // busyTrips writes headroom's round trips on the busy key.
@@ -208,7 +211,7 @@ func (s section) busyTrips() {
 				cells = append(cells, Cell{PartBusy, headroomName, k, sync, BusyLimit, refWindow, window.Sliding, 0, refHonest, rt, ""})
 			}
 			if v, ok := s.t.worstOver(cells, func(m Mean) float64 { return m.RoundTripPct }); ok {
-				row = append(row, mark("%.2f", v, targetBusyTrips))
+				row = append(row, s.mark("%.2f", v, targetBusyTrips))
 			} else {
 				row = append(row, "–")
 			}

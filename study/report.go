@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -121,7 +122,8 @@ func Build(rows []Row) Report {
 	fmt.Fprintf(&b, "%d runs, %d simulated requests (%s). Every figure below is a mean over the seeds of one scenario in `results.csv`; "+
 		"`admitted_x` and `worst_window_x` are multiples of L, percentages are of requests. A `–` marks a scenario that was not run.\n\n",
 		len(rows), rep.Summary.Requests, partsLine(rep.Summary.Parts))
-	s := section{t: t, b: &b, rep: &rep, rows: rows, designs: presentDesigns(rows), rates: presentFloods(rows)}
+	s := section{t: t, b: &b, rep: &rep, rows: rows, designs: presentDesigns(rows), rates: presentFloods(rows), reduced: reduced(t)}
+	s.conclusions()
 	s.floods()
 	s.honest()
 	s.leases()
@@ -130,7 +132,26 @@ func Build(rows []Row) Report {
 	s.headroom()
 	s.counters()
 	rep.Markdown = b.String()
+	if s.reduced {
+		rep.Markdown = noteReduced(rep.Markdown)
+	}
 	return rep
+}
+
+// reducedNote follows every table of a reduced grid's report.
+const reducedNote = "_Reduced grid (`--quick` or `--filter`): fewer seeds, K or Δ than the study's; a first look, not the study's figures._"
+
+// noteReduced puts reducedNote under every table of md.
+func noteReduced(md string) string {
+	lines := strings.Split(md, "\n")
+	var out []string
+	for i, l := range lines {
+		out = append(out, l)
+		if strings.HasPrefix(l, "|") && (i+1 == len(lines) || !strings.HasPrefix(lines[i+1], "|")) {
+			out = append(out, "", reducedNote)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // summarize builds summary.json's figures: totals and every cell's means.
@@ -160,6 +181,7 @@ type section struct {
 	rows    []Row
 	designs []string
 	rates   []float64 // flood rates present
+	reduced bool      // the grid is thinner than the study's: no verdicts
 }
 
 // byDesign writes a table with one row per design and one column per x of
@@ -177,6 +199,9 @@ func (s section) byDesign(head []string, xs []float64, cell func(d string, i int
 			if v, ok := s.t[c]; ok {
 				pts = append(pts, plotter.XY{X: xs[i], Y: y(v)})
 			}
+		}
+		if len(pts) == 0 { // a design this part did not run
+			continue
 		}
 		tbl = append(tbl, row)
 		out = append(out, series{name: d, pts: pts, color: ci})
@@ -407,7 +432,17 @@ func (t table) fmt(c Cell, f func(Mean) string) string {
 
 func floodSpec(m float64) string { return sim.Traffic{Kind: sim.Flood, Factor: m}.String() }
 
+// writeTable writes a Markdown table, leaving out the rows whose cells
+// after the first are all "–" (scenarios this grid did not run); with none
+// left, it says so instead.
 func writeTable(b *strings.Builder, head []string, rows [][]string) {
+	rows = slices.DeleteFunc(slices.Clone(rows), func(r []string) bool {
+		return len(r) > 1 && !slices.ContainsFunc(r[1:], func(c string) bool { return c != "–" })
+	})
+	if len(rows) == 0 {
+		b.WriteString("_Not run in this grid._\n")
+		return
+	}
 	b.WriteString("| " + strings.Join(head, " | ") + " |\n|")
 	for range head {
 		b.WriteString("---|")
