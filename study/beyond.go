@@ -29,6 +29,12 @@ func honestFaultCell(d string, f sim.Faults) Cell {
 // 1 + (n-1)/n · x, x being the flood of one sync interval in units of L.
 func seedLaw(x float64, n int) float64 { return 1 + float64(n-1)/float64(n)*x }
 
+// beyondX is x of the beyond part's flood.
+func beyondX() float64 {
+	tr, _ := sim.ParseTraffic(beyondFlood)
+	return floodX(tr.Factor, refSync, refWindow)
+}
+
 // beyond writes the part past the study's caveats.
 func (s section) beyond() {
 	if !s.has(PartBeyond) {
@@ -38,8 +44,9 @@ func (s section) beyond() {
 	fmt.Fprintf(s.b, "The study's model has one key, floods spread evenly, an instant store that never fails and one clock. "+
 		"This part runs every design past each of those (K = %d, Δ = %v, L = %d, %d seeds per scenario; floods %v long, "+
 		"honest runs %v). x = M·Δ/W is the flood that arrives in one sync interval, in units of L; "+
-		"the seed's law for shared-counter is `admitted_x = 1 + (K−1)/K · x`.\n\n",
-		refK, refSync, quietLimit, beyondSeeds, beyondFloodT, beyondHonestT)
+		"\"the seed's law\" below is the linear law defined under Floods, `admitted_x = 1 + (K−1)/K · x`, which holds for a small x "+
+		"only (here x = %.2f).\n\n",
+		refK, refSync, quietLimit, beyondSeeds, beyondFloodT, beyondHonestT, beyondX())
 	s.targeted()
 	s.pulsed()
 	s.sudden()
@@ -76,8 +83,8 @@ func (s section) targeted() {
 			s.b.WriteString("\n")
 		} else {
 			s.rep.addChart(s.b, "admitted against the gateways a flood reaches", chart{file: "targeted_k8.png",
-				title: fmt.Sprintf("%s aimed at n of K = %d gateways, Δ = %v", beyondFlood, k, refSync), xlabel: "gateways the flood reaches, n",
-				ylabel: "admitted_x (x L)", logX: true, xticks: floats(ns), series: ser, headroom: true})
+				title: fmt.Sprintf("%s aimed at n of K = %d gateways, Δ = %v, L = %d per %v", beyondFlood, k, refSync, quietLimit, refWindow), xlabel: "gateways the flood reaches, n",
+				ylabel: "admitted_x (x L)", logX: true, xticks: floats(ns), series: ser, headroom: true, multiples: true})
 		}
 		var b strings.Builder
 		var worst float64
@@ -252,8 +259,8 @@ func (s section) store(title, name string, a faultAxis, xlabel, file string) {
 		ser = append(ser, series{name: d, pts: pts, color: ci})
 	}
 	writeTable(s.b, append([]string{"design"}, head...), tbl)
-	s.rep.addChart(s.b, "worst window against "+name, chart{file: file, title: fmt.Sprintf("%s, K = %d, Δ = %v", beyondFlood, refK, refSync),
-		xlabel: xlabel, ylabel: "worst_window_x: most admitted in any W (x L)", xticks: a.xs, series: ser, headroom: true})
+	s.rep.addChart(s.b, "worst window against "+name, chart{file: file, title: fmt.Sprintf("%s spread evenly, K = %d, Δ = %v, L = %d per %v", beyondFlood, refK, refSync, quietLimit, refWindow),
+		xlabel: xlabel, ylabel: "worst_window_x: most admitted in any W (x L)", xticks: a.xs, series: ser, headroom: true, multiples: true})
 	s.b.WriteString(s.storeFinding(a))
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -223,8 +224,8 @@ func (s section) floods() {
 	k8 := s.byDesign(head, s.rates, func(d string, i int) Cell {
 		return Cell{PartFlood, d, refK, refSync, quietLimit, refWindow, window.Sliding, 0, floodSpec(s.rates[i]), sim.Even, ""}
 	}, admitted, func(m Mean) float64 { return m.AdmittedX })
-	s.rep.addChart(s.b, "admitted under floods", chart{file: "floods_k8.png", title: fmt.Sprintf("Floods, K = %d, Δ = %v", refK, refSync),
-		xlabel: "flood rate M (x L per window)", ylabel: "admitted_x (x L)", logX: true, logY: true, series: k8, xticks: s.rates})
+	s.rep.addChart(s.b, "admitted under floods", chart{file: "floods_k8.png", title: fmt.Sprintf("Floods spread evenly, K = %d, Δ = %v, L = %d per %v", refK, refSync, quietLimit, refWindow),
+		xlabel: "flood rate M (x L per window)", ylabel: "admitted_x (x L)", logX: true, logY: true, series: k8, xticks: s.rates, multiples: true})
 	if fit, lawChart, lawText := floodLaw(s.t); fit != nil {
 		s.b.WriteString(lawText)
 		s.rep.addChart(s.b, "the flood law", lawChart)
@@ -247,8 +248,8 @@ func (s section) honest() {
 	rejected := func(m Mean) float64 { return m.RejectedPct }
 	fmt.Fprintf(s.b, "## Honest cost\n\n### rejected_pct [worst_window_x] by design and K (%s, uneven routing, Δ = %v)\n\n", refHonest, refSync)
 	byK := s.byDesign(kHead, floats(ks), func(d string, i int) Cell { return honestCell(d, ks[i], refSync, refHonest) }, cost, rejected)
-	s.rep.addChart(s.b, "honest rejections by K", chart{file: "honest_k.png", title: fmt.Sprintf("Honest %s, uneven, Δ = %v", refHonest, refSync),
-		xlabel: "gateways K", ylabel: "rejected honest requests (%)", logX: true, series: byK, xticks: floats(ks)})
+	s.rep.addChart(s.b, "honest rejections by K", chart{file: "honest_k.png", title: fmt.Sprintf("Honest %s, uneven routing, Δ = %v, L = %d per %v", refHonest, refSync, quietLimit, refWindow),
+		xlabel: "gateways K", ylabel: "rejected honest requests (%)", logX: true, series: byK, xticks: floats(ks), multiples: true})
 
 	syncs := presentDurations(s.rows, PartHonest)
 	var sHead []string
@@ -257,8 +258,8 @@ func (s section) honest() {
 	}
 	fmt.Fprintf(s.b, "### rejected_pct [worst_window_x] by design and Δ (%s, uneven routing, K = %d)\n\n", refHonest, refK)
 	bySync := s.byDesign(sHead, seconds(syncs), func(d string, i int) Cell { return honestCell(d, refK, syncs[i], refHonest) }, cost, rejected)
-	s.rep.addChart(s.b, "honest rejections by Δ", chart{file: "honest_sync.png", title: fmt.Sprintf("Honest %s, uneven, K = %d", refHonest, refK),
-		xlabel: "sync interval Δ (s)", ylabel: "rejected honest requests (%)", logX: true, series: bySync, xticks: seconds(syncs)})
+	s.rep.addChart(s.b, "honest rejections by Δ", chart{file: "honest_sync.png", title: fmt.Sprintf("Honest %s, uneven routing, K = %d, L = %d per %v", refHonest, refK, quietLimit, refWindow),
+		xlabel: "sync interval Δ (s)", ylabel: "rejected honest requests (%)", logX: true, series: bySync, xticks: seconds(syncs), multiples: true})
 
 	fmt.Fprintf(s.b, "### Page loads: rejected_pct [worst_window_x] by design and K (%s, uneven routing, Δ = %v)\n\n", refPage, refSync)
 	s.byDesign(kHead, floats(ks), func(d string, i int) Cell { return honestCell(d, ks[i], refSync, refPage) }, cost, rejected)
@@ -313,70 +314,110 @@ func (s section) fixed() {
 		tbl = append(tbl, row)
 	}
 	writeTable(s.b, head, tbl)
-	s.rep.addChart(s.b, "sliding against fixed", chart{file: "fixed_vs_sliding.png", title: fmt.Sprintf("shared-counter, K = %d, Δ = %v", refK, refSync),
+	s.rep.addChart(s.b, "sliding against fixed", chart{file: "fixed_vs_sliding.png", title: fmt.Sprintf("shared-counter, floods spread evenly, K = %d, Δ = %v, L = %d per %v", refK, refSync, quietLimit, refWindow),
 		xlabel: "flood rate M", ylabel: "worst_window_x: most admitted in any W (x L)", logX: true, xticks: s.rates,
 		series: []series{{name: "sliding window", pts: sl, color: 0}, {name: "fixed window", pts: fx, color: 1}}})
 }
 
-// floodLaw checks lawShared against every shared-counter flood cell.
-func floodLaw(t table) (*Fit, chart, string) {
-	type pt struct {
-		k    int
-		x, y float64
-		c    Cell
+// The seed's linear law holds while the flood of one sync interval is
+// small: its domain in the fit.
+const (
+	linearMaxX    = 2.0
+	linearMaxSync = time.Second
+)
+
+// lawPoint is one shared-counter flood cell against x.
+type lawPoint struct {
+	k    int
+	x, y float64
+	c    Cell
+}
+
+// fitLaw is how well law matches pts.
+func fitLaw(name, desc string, pts []lawPoint, law func(x float64, k int) float64) *Fit {
+	fit := &Fit{Law: name, Points: len(pts), Description: desc}
+	var sq float64
+	for _, p := range pts {
+		e := (p.y - law(p.x, p.k)) / p.y
+		sq += e * e
+		if math.Abs(e) > math.Abs(fit.MaxRelErr) {
+			fit.MaxRelErr = e
+			fit.WorstPoint = fmt.Sprintf("K=%d Δ=%v %s: %.3f measured, %.3f by the law", p.k, p.c.Sync, p.c.Traffic, p.y, law(p.x, p.k))
+		}
 	}
-	var pts []pt
+	fit.RMSRelErr = math.Sqrt(sq / float64(len(pts)))
+	return fit
+}
+
+// floodLaw checks the two laws of shared-counter under even floods, the
+// seed's linear one on its domain and the saturating one everywhere,
+// against every shared-counter flood cell, and draws both.
+func floodLaw(t table) (*Fit, chart, string) {
+	var pts, small []lawPoint
 	for _, c := range t.sortedCells() {
 		if c.Part == PartFlood && c.Design == "shared-counter" && c.Routing == sim.Even {
 			tr, _ := sim.ParseTraffic(c.Traffic)
-			pts = append(pts, pt{c.Gateways, floodX(tr.Factor, c.Sync, c.Window), t[c].AdmittedX, c})
+			p := lawPoint{c.Gateways, floodX(tr.Factor, c.Sync, c.Window), t[c].AdmittedX, c}
+			pts = append(pts, p)
+			if p.x <= linearMaxX && c.Sync <= linearMaxSync {
+				small = append(small, p)
+			}
 		}
 	}
 	if len(pts) == 0 {
 		return nil, chart{}, ""
 	}
-	fit := &Fit{Law: "admitted_x = 1 + (K-1)(1 - exp(-x/(K-1)))", Points: len(pts), FreeParams: 0,
-		Description: "x = M x Δ / W, the flood arriving in one sync interval, in units of L"}
-	var sq float64
-	byK := map[int]plotter.XYs{}
-	for _, p := range pts {
-		e := (p.y - lawShared(p.x, p.k)) / p.y
-		sq += e * e
-		if math.Abs(e) > math.Abs(fit.MaxRelErr) {
-			fit.MaxRelErr = e
-			fit.WorstPoint = fmt.Sprintf("K=%d Δ=%v %s: %.3f measured, %.3f by the law", p.k, p.c.Sync, p.c.Traffic, p.y, lawShared(p.x, p.k))
-		}
-		byK[p.k] = append(byK[p.k], plotter.XY{X: p.x, Y: p.y})
-	}
-	fit.RMSRelErr = math.Sqrt(sq / float64(len(pts)))
-	ch := chart{file: "flood_law.png", title: "shared-counter under even floods, every K and Δ",
-		xlabel: "x = flood per sync interval (x L)", ylabel: "admitted_x (x L)", logX: true, logY: true}
-	var ks []int
-	for k := range byK {
-		ks = append(ks, k)
-	}
-	sort.Ints(ks)
-	for i, k := range ks {
-		sort.Slice(byK[k], func(a, b int) bool { return byK[k][a].X < byK[k][b].X })
-		ch.series = append(ch.series, series{name: fmt.Sprintf("K=%d", k), pts: byK[k], points: true, color: i})
-		var law plotter.XYs
-		lo, hi := byK[k][0].X, byK[k][len(byK[k])-1].X
-		for j := 0; j <= 60; j++ {
-			x := lo * math.Pow(hi/lo, float64(j)/60)
-			law = append(law, plotter.XY{X: x, Y: lawShared(x, k)})
-		}
-		name := ""
-		if i == 0 { // one legend entry stands for every K's dashed curve
-			name = "law 1 + (K-1)(1 - e^(-x/(K-1))), dashed"
-		}
-		ch.series = append(ch.series, series{name: name, pts: law, line: true, color: i})
+	sat := fitLaw("admitted_x = 1 + (K-1)(1 - exp(-x/(K-1)))", "the saturating law, for every x = M·Δ/W (the flood of one sync interval, in units of L)", pts, lawShared)
+	var lin *Fit
+	if len(small) > 0 {
+		lin = fitLaw("admitted_x = 1 + (K-1)/K · x", fmt.Sprintf("the seed's linear law, x ≤ %g and Δ ≤ %v", linearMaxX, linearMaxSync), small, seedLaw)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "### admitted_x against x, the flood per sync interval (shared-counter, every K and Δ)\n\n")
-	fmt.Fprintf(&b, "Law (no free parameter): `%s`, with %s. Until the gateways hear of each other, every request of one sync interval "+
-		"gets through (1 + x); no fleet can pass K x L, since each gateway alone stops at L.\n\n", fit.Law, fit.Description)
-	fmt.Fprintf(&b, "Fit over %d scenarios: RMS relative error %.1f%%, worst %.1f%% (%s).\n\n", fit.Points, 100*fit.RMSRelErr, 100*fit.MaxRelErr, fit.WorstPoint)
-	return fit, ch, b.String()
+	fmt.Fprintf(&b, "Symbols: K gateways share L per window W and sync every Δ; a flood of M × L per W spread over them brings "+
+		"x = M·Δ/W, in units of L, in one sync interval. Until the gateways hear of each other, every request of an interval "+
+		"gets through. Two laws, neither with a free parameter:\n\n")
+	if lin != nil {
+		fmt.Fprintf(&b, "- **The seed's linear law**, `%s`, for a small flood (x ≤ %g, Δ ≤ %v): over %d scenarios RMS relative "+
+			"error %.1f%%, worst %+.1f%% (%s). It is unbounded, so it cannot hold for a large x.\n",
+			lin.Law, linearMaxX, linearMaxSync, lin.Points, 100*lin.RMSRelErr, 100*lin.MaxRelErr, lin.WorstPoint)
+	}
+	fmt.Fprintf(&b, "- **The saturating law**, `%s`, for every x: it starts as 1 + x and never passes K × L, since each gateway "+
+		"alone stops at L. Over %d scenarios RMS relative error %.1f%%, worst %+.1f%% (%s).\n\n",
+		sat.Law, sat.Points, 100*sat.RMSRelErr, 100*sat.MaxRelErr, sat.WorstPoint)
+	return sat, lawChart(pts), b.String()
+}
+
+// lawChart plots shared-counter's flood cells by K, each K's saturating
+// law dashed and its linear law dotted over the linear law's domain.
+func lawChart(pts []lawPoint) chart {
+	byK := map[int]plotter.XYs{}
+	for _, p := range pts {
+		byK[p.k] = append(byK[p.k], plotter.XY{X: p.x, Y: p.y})
+	}
+	ch := chart{file: "flood_law.png", title: fmt.Sprintf("shared-counter, floods spread evenly, L = %d per %v, every K and Δ", quietLimit, refWindow),
+		xlabel: "x = M·Δ/W, the flood of one sync interval (× L)", ylabel: "admitted_x (× L)", logX: true, logY: true}
+	ks := slices.Sorted(maps.Keys(byK))
+	for i, k := range ks {
+		sort.Slice(byK[k], func(a, b int) bool { return byK[k][a].X < byK[k][b].X })
+		ch.series = append(ch.series, series{name: fmt.Sprintf("K=%d", k), pts: byK[k], points: true, color: i})
+		lo, hi := byK[k][0].X, byK[k][len(byK[k])-1].X
+		var sat, lin plotter.XYs
+		for j := 0; j <= 60; j++ {
+			x := lo * math.Pow(hi/lo, float64(j)/60)
+			sat = append(sat, plotter.XY{X: x, Y: lawShared(x, k)})
+			if x <= linearMaxX {
+				lin = append(lin, plotter.XY{X: x, Y: seedLaw(x, k)})
+			}
+		}
+		satName, linName := "", ""
+		if i == 0 { // one legend entry stands for every K's curve
+			satName, linName = "saturating law, dashed", "linear law (x ≤ 2), dotted"
+		}
+		ch.series = append(ch.series, series{name: satName, pts: sat, line: true, color: i},
+			series{name: linName, pts: lin, line: true, dotted: true, color: i})
+	}
+	return ch
 }
 
 // plateaus tabulates, per design and K, admitted_x at the heaviest flood and
