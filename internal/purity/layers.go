@@ -30,6 +30,7 @@ var Layers = map[string][]string{
 	"limiter":                   {"design", "store", "store/memstore", "window"},
 	"httpmw":                    {"limiter"},
 	"grpcmw":                    {"httpmw", "limiter"},
+	"explore":                   {"design", "sim"},
 	"contrib/caddy":             {"design", "httpmw", "limiter", "store/redisstore"},
 	"contrib/caddy/cmd/caddy":   {"contrib/caddy"},
 	"rls":                       {"design", "httpmw", "limiter", "store", "window"},
