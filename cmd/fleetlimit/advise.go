@@ -11,19 +11,23 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fleetlimit/fleetlimit/sim"
 	"github.com/fleetlimit/fleetlimit/study"
 )
 
+// adviseFlags are advise's flags: the question, and how to print.
+type adviseFlags struct {
+	q                                        study.Question
+	gateways, syncs, honest, routing, threat string
+	asJSON                                   bool
+	workers, top                             int
+}
+
 func newAdviseCmd() *cobra.Command {
-	var (
-		gateways, syncs, honest, routing, threat string
-		asJSON                                   bool
-		workers, top                             int
-	)
-	q := study.Question{Limit: 100, Window: time.Minute, Seeds: 2,
-		Budgets: study.Budgets{OverX: 1.1, RejectPct: 1, RoundTrips: 10, StoreCalls: 10}}
+	af := adviseFlags{q: study.Question{Limit: 100, Window: time.Minute, Seeds: 2,
+		Budgets: study.Budgets{OverX: 1.1, RejectPct: 1, RoundTrips: 10, StoreCalls: 10}}}
 	c := &cobra.Command{
 		Use:   "advise",
 		Short: "Rank the designs and sync intervals for your fleet, traffic, threat and budgets",
@@ -48,56 +52,76 @@ recommendation made for the first says what the second would do.`,
   fleetlimit advise --gateways 8 --rtt 10ms --sync-loss 0.05 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkWorkers(workers); err != nil {
+			if err := af.parse(); err != nil {
 				return err
 			}
-			var err error
-			if q.Gateways, err = parseInts(gateways); err != nil {
-				return usagef("--gateways %q: %v", gateways, err)
-			}
-			if q.Syncs, err = parseDurations(syncs); err != nil {
-				return usagef("--sync %q: %v", syncs, err)
-			}
-			if q.Honest, err = sim.ParseTraffic(honest); err != nil {
-				return usageError{err}
-			}
-			if q.Threat, err = sim.ParseTraffic(threat); err != nil {
-				return usageError{err}
-			}
-			if q.Routing, err = sim.ParseRouting(routing); err != nil {
-				return usageError{err}
-			}
-			if top < 0 {
-				return usagef("--top %d: must be 0 (all) or more", top)
-			}
-			if err := q.Validate(); err != nil {
-				return usageError{err}
-			}
-			start := time.Now()
-			cands, err := study.Advise(context.Background(), q, workers)
-			if err != nil {
-				return runError{err}
-			}
-			if top > 0 && top < len(cands) {
-				cands = cands[:top]
-			}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(cands)
-			}
-			writeAdvice(cmd.OutOrStdout(), q, cands, time.Since(start))
-			return nil
+			return af.run(cmd.OutOrStdout())
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&gateways, "gateways", "8", "K, or several joined by commas that the choice must hold for")
-	f.StringVar(&syncs, "sync", "100ms,300ms,1s,3s,10s", "candidate sync intervals Δ, joined by commas")
+	af.register(c.Flags())
+	return c
+}
+
+// parse reads the flags that need parsing into af.q and checks the question.
+func (af *adviseFlags) parse() error {
+	if err := checkWorkers(af.workers); err != nil {
+		return err
+	}
+	q := &af.q
+	var err error
+	if q.Gateways, err = parseInts(af.gateways); err != nil {
+		return usagef("--gateways %q: %v", af.gateways, err)
+	}
+	if q.Syncs, err = parseDurations(af.syncs); err != nil {
+		return usagef("--sync %q: %v", af.syncs, err)
+	}
+	if q.Honest, err = sim.ParseTraffic(af.honest); err != nil {
+		return usageError{err}
+	}
+	if q.Threat, err = sim.ParseTraffic(af.threat); err != nil {
+		return usageError{err}
+	}
+	if q.Routing, err = sim.ParseRouting(af.routing); err != nil {
+		return usageError{err}
+	}
+	if af.top < 0 {
+		return usagef("--top %d: must be 0 (all) or more", af.top)
+	}
+	if err := q.Validate(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// run simulates the candidates and prints them ranked.
+func (af *adviseFlags) run(w io.Writer) error {
+	start := time.Now()
+	cands, err := study.Advise(context.Background(), af.q, af.workers)
+	if err != nil {
+		return runError{err}
+	}
+	if af.top > 0 && af.top < len(cands) {
+		cands = cands[:af.top]
+	}
+	if af.asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(cands)
+	}
+	writeAdvice(w, af.q, cands, time.Since(start))
+	return nil
+}
+
+// register defines advise's flags on f.
+func (af *adviseFlags) register(f *pflag.FlagSet) {
+	q := &af.q
+	f.StringVar(&af.gateways, "gateways", "8", "K, or several joined by commas that the choice must hold for")
+	f.StringVar(&af.syncs, "sync", "100ms,300ms,1s,3s,10s", "candidate sync intervals Δ, joined by commas")
 	f.IntVar(&q.Limit, "limit", q.Limit, "L, requests allowed per window")
 	f.DurationVar(&q.Window, "window", q.Window, "W, the window")
-	f.StringVar(&honest, "honest", "steady:0.8", "the honest traffic you expect: steady:F or pageload:F")
-	f.StringVar(&routing, "routing", "uneven", "how the honest traffic reaches the gateways: even or uneven")
-	f.StringVar(&threat, "threat", "flood:100", "the flood to hold against: flood:M, optionally @N to aim it at N gateways")
+	f.StringVar(&af.honest, "honest", "steady:0.8", "the honest traffic you expect: steady:F or pageload:F")
+	f.StringVar(&af.routing, "routing", "uneven", "how the honest traffic reaches the gateways: even or uneven")
+	f.StringVar(&af.threat, "threat", "flood:100", "the flood to hold against: flood:M, optionally @N to aim it at N gateways")
 	f.DurationVar(&q.Faults.RTT, "rtt", 0, "the store's round trip (0: instant)")
 	f.Float64Var(&q.Faults.Loss, "sync-loss", 0, "probability that a sync's push, and again its pull, is lost")
 	f.Float64Var(&q.Budgets.OverX, "max-over", q.Budgets.OverX, "the most admitted in any window under the flood you accept, × L")
@@ -105,10 +129,9 @@ recommendation made for the first says what the second would do.`,
 	f.Float64Var(&q.Budgets.RoundTrips, "max-round-trips", q.Budgets.RoundTrips, "the honest requests you accept to wait on the store, percent")
 	f.Float64Var(&q.Budgets.StoreCalls, "max-store-calls", q.Budgets.StoreCalls, "the store calls (syncs and round trips) per key per second you accept under the honest traffic")
 	f.IntVar(&q.Seeds, "seeds", q.Seeds, "seeds per run (1 to 20)")
-	f.IntVar(&top, "top", 0, "print only the first N (0: all)")
-	f.BoolVar(&asJSON, "json", false, "print the ranked candidates as JSON")
-	f.IntVar(&workers, "workers", 0, "parallel runs (0: one per core)")
-	return c
+	f.IntVar(&af.top, "top", 0, "print only the first N (0: all)")
+	f.BoolVar(&af.asJSON, "json", false, "print the ranked candidates as JSON")
+	f.IntVar(&af.workers, "workers", 0, "parallel runs (0: one per core)")
 }
 
 func writeAdvice(w io.Writer, q study.Question, cands []study.Candidate, took time.Duration) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/sim"
@@ -16,20 +17,21 @@ import (
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
+// simFlags are sim's flags: the run's parameters, and how to run and print
+// it.
+type simFlags struct {
+	d                       sim.Params
+	traffic, routing, kind  string
+	restarts, members       string
+	outages, forgets        string
+	seeds, workers, keys    int
+	asJSON                  bool
+	keyDist                 string
+	timeline, timelineUntil time.Duration
+}
+
 func newSimCmd() *cobra.Command {
-	d := sim.Defaults()
-	var (
-		traffic, routing, kind  string
-		restarts                string
-		members                 string
-		outages, forgets        string
-		seeds                   int
-		asJSON                  bool
-		workers                 int
-		keys                    int
-		keyDist                 string
-		timeline, timelineUntil time.Duration
-	)
+	sf := simFlags{d: sim.Defaults()}
 	c := &cobra.Command{
 		Use:   "sim",
 		Short: "Simulate one design for one key across K gateways",
@@ -78,109 +80,138 @@ entries held.`,
   fleetlimit sim --design headroom --keys 1000 --key-dist zipf:1.1 --traffic steady:0.5 --duration 10m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkWorkers(workers); err != nil {
+			if err := sf.parse(cmd.Flags().Changed); err != nil {
 				return err
 			}
-			mix, err := sim.ParseMix(traffic)
-			if err != nil {
-				return usageError{err}
-			}
-			d.Traffic, d.Also = mix[0], mix[1:]
-			if d.Routing, err = sim.ParseRouting(routing); err != nil {
-				return usageError{err}
-			}
-			var buckets int
-			if d.WindowKind, buckets, err = window.ParseCounting(kind); err != nil {
-				return usageError{err}
-			}
-			if buckets > 0 {
-				if cmd.Flags().Changed("window-buckets") && d.WindowBuckets != buckets {
-					return usagef("--window-kind %s and --window-buckets %d disagree: give the counters once", kind, d.WindowBuckets)
-				}
-				d.WindowBuckets = buckets
-			}
-			if d.Faults.Members, err = sim.ParseMembers(members); err != nil {
-				return usageError{err}
-			}
-			if d.Faults.Restarts, err = sim.ParseRestarts(restarts); err != nil {
-				return usageError{err}
-			}
-			if d.Faults.Outages, err = sim.ParseOutages(outages); err != nil {
-				return usageError{err}
-			}
-			if d.Faults.Forgets, err = sim.ParseForgets(forgets); err != nil {
-				return usageError{err}
-			}
-			if seeds < 1 || seeds > 100000 {
-				return usagef("seeds %d: must be between 1 and 100000", seeds)
-			}
-			if err := d.Validate(); err != nil {
-				return usageError{err}
-			}
-			if cmd.Flags().Changed("keys") || cmd.Flags().Changed("key-dist") {
-				dist, err := sim.ParseKeyDist(keyDist)
-				if err != nil {
-					return usageError{err}
-				}
-				if err := sim.ValidateKeys(d, keys); err != nil {
-					return usageError{err}
-				}
-				return simKeys(cmd.OutOrStdout(), d, seeds, keys, dist, workers, asJSON)
-			}
-			if timeline != 0 || cmd.Flags().Changed("timeline-until") {
-				return simTimeline(cmd.OutOrStdout(), d, seeds, timeline, timelineUntil, asJSON)
-			}
-			params := make([]sim.Params, seeds)
-			for i := range params {
-				params[i] = d
-				params[i].Seed = d.Seed + uint64(i)
-			}
-			out := sweep.Run(context.Background(), params, sweep.Options{Workers: workers})
-			results := make([]sim.Result, len(out))
-			for i, o := range out {
-				if o.Err != nil {
-					return runError{o.Err}
-				}
-				results[i] = o.Result
-			}
-			if asJSON {
-				return writeSimJSON(cmd.OutOrStdout(), d, results)
-			}
-			writeSimText(cmd.OutOrStdout(), d, results)
-			return nil
+			return sf.run(cmd.OutOrStdout(), cmd.Flags().Changed)
 		},
 	}
-	f := c.Flags()
+	sf.register(c.Flags())
+	return c
+}
+
+// parse reads the flags that need parsing into sf.d and checks them all;
+// changed reports whether a flag was given.
+func (sf *simFlags) parse(changed func(string) bool) error {
+	if err := checkWorkers(sf.workers); err != nil {
+		return err
+	}
+	d := &sf.d
+	mix, err := sim.ParseMix(sf.traffic)
+	if err != nil {
+		return usageError{err}
+	}
+	d.Traffic, d.Also = mix[0], mix[1:]
+	if d.Routing, err = sim.ParseRouting(sf.routing); err != nil {
+		return usageError{err}
+	}
+	var buckets int
+	if d.WindowKind, buckets, err = window.ParseCounting(sf.kind); err != nil {
+		return usageError{err}
+	}
+	if buckets > 0 {
+		if changed("window-buckets") && d.WindowBuckets != buckets {
+			return usagef("--window-kind %s and --window-buckets %d disagree: give the counters once", sf.kind, d.WindowBuckets)
+		}
+		d.WindowBuckets = buckets
+	}
+	if err := sf.parseFaults(); err != nil {
+		return usageError{err}
+	}
+	if sf.seeds < 1 || sf.seeds > 100000 {
+		return usagef("seeds %d: must be between 1 and 100000", sf.seeds)
+	}
+	if err := d.Validate(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// parseFaults reads the faults' flags.
+func (sf *simFlags) parseFaults() (err error) {
+	f := &sf.d.Faults
+	if f.Members, err = sim.ParseMembers(sf.members); err != nil {
+		return err
+	}
+	if f.Restarts, err = sim.ParseRestarts(sf.restarts); err != nil {
+		return err
+	}
+	if f.Outages, err = sim.ParseOutages(sf.outages); err != nil {
+		return err
+	}
+	f.Forgets, err = sim.ParseForgets(sf.forgets)
+	return err
+}
+
+// run runs what the flags ask for (many keys, a timeline, or seeds of one
+// key) and prints it.
+func (sf *simFlags) run(w io.Writer, changed func(string) bool) error {
+	d := sf.d
+	if changed("keys") || changed("key-dist") {
+		dist, err := sim.ParseKeyDist(sf.keyDist)
+		if err != nil {
+			return usageError{err}
+		}
+		if err := sim.ValidateKeys(d, sf.keys); err != nil {
+			return usageError{err}
+		}
+		return simKeys(w, d, sf.seeds, sf.keys, dist, sf.workers, sf.asJSON)
+	}
+	if sf.timeline != 0 || changed("timeline-until") {
+		return simTimeline(w, d, sf.seeds, sf.timeline, sf.timelineUntil, sf.asJSON)
+	}
+	params := make([]sim.Params, sf.seeds)
+	for i := range params {
+		params[i] = d
+		params[i].Seed = d.Seed + uint64(i)
+	}
+	out := sweep.Run(context.Background(), params, sweep.Options{Workers: sf.workers})
+	results := make([]sim.Result, len(out))
+	for i, o := range out {
+		if o.Err != nil {
+			return runError{o.Err}
+		}
+		results[i] = o.Result
+	}
+	if sf.asJSON {
+		return writeSimJSON(w, d, results)
+	}
+	writeSimText(w, d, results)
+	return nil
+}
+
+// register defines sim's flags on f.
+func (sf *simFlags) register(f *pflag.FlagSet) {
+	d := &sf.d
 	f.StringVar(&d.Design, "design", d.Design, "coordination design")
 	f.IntVar(&d.Gateways, "gateways", d.Gateways, "K, the number of gateways")
 	f.DurationVar(&d.Sync, "sync", d.Sync, "Δ, each gateway's sync interval")
 	f.IntVar(&d.Limit, "limit", d.Limit, "L, requests allowed per window")
 	f.DurationVar(&d.Window, "window", d.Window, "W, the window length")
 	f.StringVar(&d.LeasePolicy, "lease-policy", "first-come", "lease designs: how the store sizes grants at a sync: first-come (the study's) or max-min (Doorman's max-min fair shares of the room over the gateways' asks)")
-	f.StringVar(&traffic, "traffic", d.Traffic.String(), "steady:F, pageload:F or flood:M, each with optional @N, +T, ~ON/OFF, several joined by commas (see above)")
-	f.StringVar(&routing, "routing", "even", "even or uneven (gateway i with probability ∝ 1/i)")
+	f.StringVar(&sf.traffic, "traffic", d.Traffic.String(), "steady:F, pageload:F or flood:M, each with optional @N, +T, ~ON/OFF, several joined by commas (see above)")
+	f.StringVar(&sf.routing, "routing", "even", "even or uneven (gateway i with probability ∝ 1/i)")
 	f.DurationVar(&d.Duration, "duration", d.Duration, "simulated time of one run (longer than the window)")
 	f.Uint64Var(&d.Seed, "seed", d.Seed, "first seed")
-	f.IntVar(&seeds, "seeds", 1, "number of seeds: runs seeds S..S+N-1 in parallel")
-	f.StringVar(&kind, "window-kind", "sliding", "sliding or fixed, or with its counters as the study's results name it: sliding/60 (= --window-buckets 60)")
+	f.IntVar(&sf.seeds, "seeds", 1, "number of seeds: runs seeds S..S+N-1 in parallel")
+	f.StringVar(&sf.kind, "window-kind", "sliding", "sliding or fixed, or with its counters as the study's results name it: sliding/60 (= --window-buckets 60)")
 	f.IntVar(&d.WindowBuckets, "window-buckets", 0, "count each window in B counters of W/B (a fixed window: 1) instead of the exact log of admits; a bucket counts until its whole span has left the window (0: the exact log)")
 	f.BoolVar(&d.AlignedSync, "aligned-sync", false, "all gateways sync at the same instants (multiples of Δ)")
 	f.DurationVar(&d.Faults.RTT, "rtt", 0, "median store round trip (0: instant)")
 	f.DurationVar(&d.Faults.RTTP99, "rtt-p99", 0, "99th percentile of the store round trip (log-normal; 0: every round trip takes --rtt)")
 	f.Float64Var(&d.Faults.Loss, "sync-loss", 0, "probability that a sync's push, and again its pull, is lost")
 	f.DurationVar(&d.Faults.Skew, "clock-skew", 0, "each gateway's clock is off by an amount drawn from [-D, D]")
-	f.StringVar(&restarts, "restart", "", "T:G,... gateway G (or all) loses its unsynced state at time T")
-	f.StringVar(&members, "members", "", "T:K,... the fleet becomes K gateways at time T: newcomers join, or the highest indexes crash; the others learn at their membership heartbeats")
-	f.StringVar(&outages, "outage", "", "T+D,... the store answers nothing from time T for D; the gateways fall back")
-	f.StringVar(&forgets, "forget", "", "T,... the store loses everything it holds at time T; the gateways re-seed it")
+	f.StringVar(&sf.restarts, "restart", "", "T:G,... gateway G (or all) loses its unsynced state at time T")
+	f.StringVar(&sf.members, "members", "", "T:K,... the fleet becomes K gateways at time T: newcomers join, or the highest indexes crash; the others learn at their membership heartbeats")
+	f.StringVar(&sf.outages, "outage", "", "T+D,... the store answers nothing from time T for D; the gateways fall back")
+	f.StringVar(&sf.forgets, "forget", "", "T,... the store loses everything it holds at time T; the gateways re-seed it")
 	f.DurationVar(&d.Faults.MemberTTL, "member-ttl", 0, "the membership's lease: heartbeats every third of it, a crashed member forgotten after it (0: 10s, serve's default)")
-	f.DurationVar(&timeline, "timeline", 0, "print the run's timeline in buckets of this width: each gateway's admits, the rejections and the fleet's admits in the window ending there, against L (one seed)")
-	f.DurationVar(&timelineUntil, "timeline-until", 0, "with --timeline, how much of the run to show (default three windows)")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object")
-	f.IntVar(&workers, "workers", 0, "parallel runs (0: one per core)")
-	f.IntVar(&keys, "keys", 1, "N keys through the fleet at once: --traffic is each key's on average, spread by --key-dist; reports what the store carries")
-	f.StringVar(&keyDist, "key-dist", "uniform", "how requests pick their key: uniform or zipf:S (key i with probability ∝ 1/i^S)")
-	return c
+	f.DurationVar(&sf.timeline, "timeline", 0, "print the run's timeline in buckets of this width: each gateway's admits, the rejections and the fleet's admits in the window ending there, against L (one seed)")
+	f.DurationVar(&sf.timelineUntil, "timeline-until", 0, "with --timeline, how much of the run to show (default three windows)")
+	f.BoolVar(&sf.asJSON, "json", false, "print one JSON object")
+	f.IntVar(&sf.workers, "workers", 0, "parallel runs (0: one per core)")
+	f.IntVar(&sf.keys, "keys", 1, "N keys through the fleet at once: --traffic is each key's on average, spread by --key-dist; reports what the store carries")
+	f.StringVar(&sf.keyDist, "key-dist", "uniform", "how requests pick their key: uniform or zipf:S (key i with probability ∝ 1/i^S)")
 }
 
 // simRun is one seed's figures in JSON.
