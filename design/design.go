@@ -220,6 +220,18 @@ func Lookup(name string) (Info, error) {
 	return i, nil
 }
 
+// Sliding returns the registered designs that count in a sliding window
+// (every one but the fixed-window ones), in Names' order.
+func Sliding() []string {
+	var out []string
+	for _, n := range Names() {
+		if !registry[n].FixedWindow {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // Names returns the registered design names in the study's order, then
 // OwnDesigns, then the others alphabetically.
 func Names() []string {

@@ -41,7 +41,7 @@ func Handler() http.Handler {
 	sub, _ := fs.Sub(static, "static")
 	mux.Handle("GET /", http.FileServerFS(sub))
 	mux.HandleFunc("GET /api/designs", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"designs": slidingDesigns()})
+		writeJSON(w, http.StatusOK, map[string]any{"designs": design.Sliding()})
 	})
 	mux.HandleFunc("GET /api/run", func(w http.ResponseWriter, r *http.Request) {
 		resp, err := Run(r.URL.Query())
@@ -121,8 +121,8 @@ func params(q map[string][]string) (sim.Params, []string, error) {
 		return p, nil, fmt.Errorf("designs: at most %d at once", MaxDesigns)
 	}
 	for _, d := range designs {
-		if !slices.Contains(slidingDesigns(), d) {
-			return p, nil, fmt.Errorf("design %q: want one of %s", d, strings.Join(slidingDesigns(), ", "))
+		if !slices.Contains(design.Sliding(), d) {
+			return p, nil, fmt.Errorf("design %q: want one of %s", d, strings.Join(design.Sliding(), ", "))
 		}
 	}
 	ints := []struct {
@@ -206,18 +206,6 @@ func expected(p sim.Params) float64 {
 		rate += t.Factor
 	}
 	return rate * float64(p.Limit) * float64(p.Duration) / float64(p.Window)
-}
-
-// slidingDesigns are the designs the explorer offers: every one that counts
-// in a sliding window, as the simulator's default window is.
-func slidingDesigns() []string {
-	var out []string
-	for _, n := range design.Names() {
-		if info, _ := design.Lookup(n); !info.FixedWindow {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

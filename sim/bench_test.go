@@ -12,10 +12,7 @@ import (
 // in a sliding window) on one core and reports simulated requests per
 // second.
 func BenchmarkFlood(b *testing.B) {
-	for _, name := range design.Names() {
-		if info, _ := design.Lookup(name); info.FixedWindow {
-			continue
-		}
+	for _, name := range design.Sliding() {
 		b.Run(name, func(b *testing.B) {
 			p := Defaults()
 			p.Design, p.Gateways, p.Traffic, p.Duration = name, 8, Traffic{Kind: Flood, Factor: 1000}, 10*time.Minute

@@ -11,15 +11,7 @@ import (
 // from its own table, and the decision table; each cell of the table names
 // a design that meets the table's rules on that K and Δ.
 func TestReportConcludesFromItsFigures(t *testing.T) {
-	f, err := os.Open("../docs/study-results/results.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := ReadCSV(f, "results.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := readRows(t, "../docs/study-results/results.csv")
 	rep := Build(rows)
 	md := rep.Markdown
 	if !strings.HasPrefix(md[strings.Index(md, "\n## "):], "\n## What this run found") {
@@ -56,15 +48,7 @@ func TestReportConcludesFromItsFigures(t *testing.T) {
 // A reduced grid's report says so at the top and under every table, draws
 // no verdict and has no decision table.
 func TestReducedReportSaysSo(t *testing.T) {
-	f, err := os.Open("testdata/results.csv") // 176 runs: two K, two Δ, one seed
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := ReadCSV(f, "results.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := readRows(t, "testdata/results.csv") // 176 runs: two K, two Δ, one seed
 	// a design run in one honest scenario only: every other table must
 	// leave it out, not show a row of dashes
 	for _, r := range rows {
@@ -93,4 +77,19 @@ func TestReducedReportSaysSo(t *testing.T) {
 			t.Errorf("a row of scenarios not run: %s", line)
 		}
 	}
+}
+
+// readRows reads a results.csv.
+func readRows(t *testing.T, name string) []Row {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := ReadCSV(f, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }

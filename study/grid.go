@@ -172,15 +172,7 @@ const (
 // BeyondDesigns are the designs the beyond part runs: every registered
 // design that counts in a sliding window, so that a design added later takes
 // part.
-func BeyondDesigns() []string {
-	var out []string
-	for _, n := range design.Names() {
-		if info, _ := design.Lookup(n); !info.FixedWindow {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+func BeyondDesigns() []string { return design.Sliding() }
 
 // Targets are the n of the beyond part's targeted floods at K gateways: one
 // gateway, two, half the fleet and all of it.

@@ -69,22 +69,7 @@ func (c chart) draw(dir string) error {
 	p.Title.Text = c.title
 	p.X.Label.Text = c.xlabel
 	p.Y.Label.Text = c.ylabel
-	if c.logX {
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = logTicks{}
-	}
-	if c.logY {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = logTicks{}
-	}
-	if len(c.xticks) > 0 {
-		var ticks plot.ConstantTicks
-		for _, x := range c.xticks {
-			ticks = append(ticks, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', -1, 64)})
-		}
-		p.X.Tick.Marker = ticks
-	}
-	p.Add(plotter.NewGrid())
+	c.axes(p)
 	legend := plot.NewLegend()
 	legend.Top, legend.Left = true, true
 	for _, s := range c.series {
@@ -97,6 +82,25 @@ func (c chart) draw(dir string) error {
 		p.Y.Max = lo + (hi-lo)/0.85
 	}
 	return save(p, legend, filepath.Join(dir, c.file))
+}
+
+// axes gives p c's scales and ticks (log axes ticked at 1, 2 and 5, or
+// c's own x ticks) and a grid.
+func (c chart) axes(p *plot.Plot) {
+	if c.logX {
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, logTicks{}
+	}
+	if c.logY {
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
+	}
+	if len(c.xticks) > 0 {
+		var ticks plot.ConstantTicks
+		for _, x := range c.xticks {
+			ticks = append(ticks, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', -1, 64)})
+		}
+		p.X.Tick.Marker = ticks
+	}
+	p.Add(plotter.NewGrid())
 }
 
 // add draws s on p in its style and names it in legend.
@@ -242,21 +246,8 @@ func (c chart) panel(shown []series, i int, lo, hi float64, bottom bool) (*plot.
 	if bottom {
 		p.X.Label.Text = c.xlabel
 	}
-	if c.logX {
-		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, logTicks{}
-	}
-	if c.logY {
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
-	}
-	if len(c.xticks) > 0 {
-		var ticks plot.ConstantTicks
-		for _, x := range c.xticks {
-			ticks = append(ticks, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', -1, 64)})
-		}
-		p.X.Tick.Marker = ticks
-	}
+	c.axes(p)
 	p.Y.Min, p.Y.Max = lo, hi
-	p.Add(plotter.NewGrid())
 	for j, s := range shown {
 		if j == i {
 			continue
