@@ -48,7 +48,7 @@ func simAdmitted(t *testing.T, design string, k int) string {
 
 // The explorer in a real browser: the page loads and shows each design's
 // figures, the same as the simulator's for the same flags; changing K runs
-// it again; a bad value shows its message and no stale figures.
+// it again; a bad value shows its message, and the last run greyed.
 func TestExplorerInABrowser(t *testing.T) {
 	bin := chromium(t)
 	srv := httptest.NewServer(explore.Handler())
@@ -108,6 +108,9 @@ func TestExplorerInABrowser(t *testing.T) {
 	}
 	if msg := text(chromedp.CSS(`#error`)); !strings.Contains(msg, "gateways 0") {
 		t.Errorf("K = 0: the page says %q, want the simulator's message about gateways", msg)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#summary.stale`))); err != nil {
+		t.Errorf("K = 0: the last run's figures are not marked stale: %v", err)
 	}
 }
 

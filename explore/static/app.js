@@ -42,11 +42,19 @@ async function run() {
   if (gen !== generation) return; // a newer request is on its way
   if (!resp.ok) {
     showError(body.error || ("error " + resp.status));
-    document.getElementById("status").textContent = "not run: fix the value above";
+    document.getElementById("status").textContent = "not run: fix the value above; below, greyed, the last run";
+    stale(true);
     return;
   }
   showError("");
+  stale(false);
   render(body);
+}
+
+// stale greys the last run's chart and figures while the form's values
+// cannot be run.
+function stale(on) {
+  for (const id of ["chart", "summary"]) document.getElementById(id).classList.toggle("stale", on);
 }
 
 function schedule() {
