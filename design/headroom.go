@@ -134,7 +134,7 @@ func (h *headroom) Decide(now int64, n int) (Verdict, store.Query) {
 	q := store.Query{Kind: store.QueryCentral, N: n}
 	if h.local.unsynced() {
 		h.carry = store.Push{Gateway: h.cfg.Gateway, WantOwn: true}
-		h.local.pushAdmits(&h.carry)
+		h.local.carry(&h.carry)
 		q.Carry = &h.carry
 	}
 	h.local.query(&q, true)
@@ -165,7 +165,7 @@ func (h *headroom) Resume(now int64, n int, q store.Query, a store.Answer) Verdi
 		old = h.view.known(lo)
 	}
 	if q.Carry != nil {
-		h.local.settle() // the store applied the carried push, admitted or not
+		h.local.settleCarry() // the store applied the carried push, admitted or not
 	}
 	h.answered = h.syncing
 	h.view.rebase(now, lo, a.Count)

@@ -28,9 +28,14 @@ type local struct {
 	base   int64   // the sum of the counts of the entries compacted away
 	heavy  int     // entries since the last compaction whose count is above 1: Push.Counts is needed
 	lo     int
-	win    int    // stamps[:win] have left the window (win may lag lo)
-	acked  int    // stamps[:acked] are in the store
-	pushed int    // stamps[acked:pushed] are in flight
+	win    int // stamps[:win] have left the window (win may lag lo)
+	acked  int // stamps[:acked] are in the store
+	pushed int // stamps[acked:pushed] are in flight
+	// syncTo is how far the last sync's push went: its pull acknowledges
+	// that much, and not what a query carried since (a carry whose query
+	// was abandoned may not be at the store: the next sync pushes it
+	// again, under the same numbers)
+	syncTo int
 	seq    uint64 // admits the store has acknowledged, for Push.Seq
 	epoch  uint64 // Push.Epoch
 
@@ -111,6 +116,7 @@ func (l *local) units(i int) int {
 // flight may still be read when the next is made).
 func (l *local) push(p *store.Push) {
 	l.pushAdmits(p)
+	l.syncTo = l.pushed
 	if !l.waiting() {
 		return
 	}
@@ -134,6 +140,9 @@ func (l *local) pushAdmits(p *store.Push) {
 		p.Counts = l.counts[l.acked:l.pushed]
 	}
 }
+
+// carry fills p with the admits to carry in a query.
+func (l *local) carry(p *store.Push) { l.pushAdmits(p) }
 
 // query books q, a query about to be sent: in Pull.Own when own, and
 // with Config.Mend under a name for a later withdrawal, with the pending
@@ -243,17 +252,25 @@ func (l *local) remember(now int64, n int) {
 // besides admits: withdrawals or a re-seed.
 func (l *local) waiting() bool { return len(l.wd) > 0 || len(l.reseed) > 0 }
 
-// settle marks the admits of the last push as acknowledged, forgetting the
-// acknowledged ones the quota no longer needs: it keeps the newest of them
-// that hold at least the quota.
-func (l *local) settle() {
+// settle marks the admits of the last sync's push as acknowledged,
+// forgetting the acknowledged ones the quota no longer needs: it keeps the
+// newest of them that hold at least the quota.
+func (l *local) settle() { l.ackTo(l.syncTo) }
+
+// settleCarry marks the admits a query carried as acknowledged: its answer
+// came, so the store applied them.
+func (l *local) settleCarry() { l.ackTo(l.pushed) }
+
+// ackTo acknowledges the admits up to index to (never going back).
+func (l *local) ackTo(to int) {
+	to = max(to, l.acked)
 	if l.hist != nil {
-		for i := l.acked; i < l.pushed; i++ {
+		for i := l.acked; i < to; i++ {
 			l.hist.add(l.stamps[i], l.counts[i])
 		}
 	}
-	l.seq += uint64(l.pushed - l.acked)
-	l.acked = l.pushed
+	l.seq += uint64(to - l.acked)
+	l.acked = to
 	l.lo = max(l.lo, min(l.win, l.acked))
 	for l.lo < l.acked && l.units(l.lo+1)-l.units(l.acked) >= l.quota {
 		l.lo++
@@ -273,6 +290,7 @@ func (l *local) compact() {
 	l.win = max(l.win-l.lo, 0)
 	l.acked -= l.lo
 	l.pushed -= l.lo
+	l.syncTo = max(l.syncTo-l.lo, 0)
 	l.lo = 0
 	l.heavy = 0
 	for _, c := range l.counts {
