@@ -78,7 +78,17 @@ func flood(ls []*Limiter, key string, rate float64, d time.Duration, answers boo
 	for _, l := range ls {
 		l.OnSync(nil)
 	}
-	return r
+	// a copy: a sync already past its callback's lookup may still write
+	// to r while the caller reads
+	mu.Lock()
+	defer mu.Unlock()
+	snap := *r
+	snap.flood = slices.Clone(r.flood)
+	snap.contacts = make([][]int64, len(r.contacts))
+	for i, c := range r.contacts {
+		snap.contacts[i] = slices.Clone(c)
+	}
+	return &snap
 }
 
 // stamps returns the times of r's admits, ascending.
