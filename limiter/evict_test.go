@@ -50,9 +50,16 @@ func evictionRun(t *testing.T, st store.Backend, name string, n, maxKeys int, de
 		}
 	}
 	// (a few of the first keys may still be held: eviction takes the
-	// oldest of a sample)
-	if st := l.Stats(); st.Evicted < int64(n-maxKeys) || st.Primed < 900 && l.decidesAlone() {
-		t.Errorf("%s: %+v: want %d evictions and the evicted keys asked again primed", name, st, n-maxKeys)
+	// oldest of a sample). A key is primed only while the store answers:
+	// on a machine so busy that syncs time out, the limiter is degraded
+	// for a while and those keys are refused unlearned instead, which the
+	// caller's count of keys admitted again holds to the same bound.
+	stats := l.Stats()
+	if stats.Evicted < int64(n-maxKeys) {
+		t.Errorf("%s: %+v: want %d evictions", name, stats, n-maxKeys)
+	}
+	if stats.Primed < 900 && l.decidesAlone() && stats.StoreErrors == 0 {
+		t.Errorf("%s: %+v: the store answered every call, yet the evicted keys asked again were not primed", name, stats)
 	}
 	return again
 }
