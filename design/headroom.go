@@ -134,7 +134,7 @@ func (h *headroom) Decide(now int64, n int) (Verdict, store.Query) {
 	q := store.Query{Kind: store.QueryCentral, N: n}
 	if h.local.unsynced() {
 		h.carry = store.Push{Gateway: h.cfg.Gateway, WantOwn: true}
-		h.local.carry(&h.carry)
+		h.local.pushAdmits(&h.carry)
 		q.Carry = &h.carry
 	}
 	h.local.query(&q, true)

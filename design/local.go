@@ -141,9 +141,6 @@ func (l *local) pushAdmits(p *store.Push) {
 	}
 }
 
-// carry fills p with the admits to carry in a query.
-func (l *local) carry(p *store.Push) { l.pushAdmits(p) }
-
 // query books q, a query about to be sent: in Pull.Own when own, and
 // with Config.Mend under a name for a later withdrawal, with the pending
 // withdrawals (the call is the record's until the next query).

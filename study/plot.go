@@ -158,6 +158,11 @@ func save(p *plot.Plot, legend plot.Legend, file string) error {
 	p.Draw(draw.Crop(dc, 0, -legendWidth, 0, 0))
 	strip := draw.Crop(dc, w-legendWidth+vg.Points(6), 0, 0, -vg.Points(24))
 	legend.Draw(strip)
+	return writePNG(img, file)
+}
+
+// writePNG writes img to file as a PNG.
+func writePNG(img *vgimg.Canvas, file string) error {
 	f, err := os.Create(file)
 	if err != nil {
 		return err
@@ -226,15 +231,7 @@ func (c chart) drawMultiples(dir string) error {
 			}
 		}
 	}
-	f, err := os.Create(filepath.Join(dir, c.file))
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writePNG(img, filepath.Join(dir, c.file))
 }
 
 // panel is small multiple i of shown: series i in its style over the
