@@ -49,6 +49,12 @@ func (g *caddyDist) Decide(now int64, n int) (Verdict, store.Query) {
 	return Admit, store.Query{}
 }
 
+// Unadmit forgets a local admit, in the own log too.
+func (g *caddyDist) Unadmit(now int64, n int, q store.Query) {
+	g.local.unadmit(now, n, q)
+	g.own.Unadd(n)
+}
+
 // RefusesUntil: between pulls the others' counts stand still, so the rule
 // changes only when an own admit leaves the window.
 func (g *caddyDist) RefusesUntil(now int64) int64 {

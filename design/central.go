@@ -75,6 +75,10 @@ func (c *centralLog) Resume(now int64, n int, q store.Query, a store.Answer) Ver
 	return Admit
 }
 
+// Unadmit withdraws a central admit at the next contact, or forgets a
+// fallback's admit.
+func (c *centralLog) Unadmit(now int64, n int, q store.Query) { c.local.unadmit(now, n, q) }
+
 // catchUp takes a noted answer into the view.
 func (c *centralLog) catchUp() {
 	if c.noted {

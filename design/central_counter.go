@@ -88,6 +88,15 @@ func (c *centralCounter) SyncPush(now int64, p *store.Push) { *p = store.Push{} 
 // SyncPull ignores the pull.
 func (c *centralCounter) SyncPull(now int64, p *store.Pull) {}
 
+// Unadmit forgets a fallback's admit. An admit the counter answered needs
+// nothing: on a key with several limits the store adds a request to a
+// counter it fits only when it fits every one (memstore.AnswerAll).
+func (c *centralCounter) Unadmit(now int64, n int, q store.Query) {
+	if q.Kind == 0 {
+		c.backup.Unadd(n)
+	}
+}
+
 func (c *centralCounter) Held() int { return 0 }
 
 // QuietSyncs: central-counter never needs a sync.

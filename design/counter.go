@@ -107,6 +107,9 @@ func (c *counter) RefusesUntil(now int64) int64 {
 
 func (c *counter) Resume(now int64, n int, q store.Query, a store.Answer) Verdict { return Reject }
 
+// Unadmit forgets a local admit.
+func (c *counter) Unadmit(now int64, n int, q store.Query) { c.local.unadmit(now, n, q) }
+
 // Fallback is the remembering rule over the view and the admits since the
 // last sync.
 func (c *counter) Fallback(now int64, n int) Verdict {

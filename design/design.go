@@ -74,6 +74,14 @@ type Gateway interface {
 	// queries), and decides the request by Fallback when fallback is set,
 	// or rejects it.
 	Abandon(now int64, n int, q store.Query, fallback bool) Verdict
+	// Unadmit takes back a request of cost n that this gateway's last
+	// Decide, Resume or Fallback admitted, q being the query it asked (the
+	// zero Query if none), because another limit of the same key refused
+	// it (Multi): a local admit is forgotten as if never made, a lease slot
+	// returns to the gateway, and a central admit is withdrawn at the next
+	// contact (with Config.Mend; without it a store answers a key's central
+	// checks together, so none ever needs taking back).
+	Unadmit(now int64, n int, q store.Query)
 	// SyncPush starts a sync: it sets p, every field, to what this
 	// gateway sends the store.
 	SyncPush(now int64, p *store.Push)

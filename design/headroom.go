@@ -49,6 +49,7 @@ type headroom struct {
 	quiet   bool    // a quiet gateway: the tolerance's spare admit applies
 
 	carry store.Push // the push a round trip carries
+	spent int        // the budget the last Decide spent
 
 	// syncing is true between SyncPush and SyncPull; answered, that a
 	// round trip was answered meanwhile: its count is newer than the
@@ -116,18 +117,20 @@ func (h *headroom) capFor(room int) int {
 
 func (h *headroom) Decide(now int64, n int) (Verdict, store.Query) {
 	h.cur += n
+	h.spent = 0
 	known := h.view.known(h.cfg.Window.Lo(now))
 	own := h.local.sinceSyncCount(now)
 	if h.told && known+own+n > h.cfg.Limit {
 		return Reject, store.Query{}
 	}
 	if !h.told && h.spare && h.used == 0 && n == 1 {
-		h.used = n // a key's first request: the tolerance's one free admit
+		h.used, h.spent = n, n // a key's first request: the tolerance's one free admit
 		h.local.add(now, n)
 		return Admit, store.Query{}
 	}
 	if h.told && h.used+n <= min(h.budget, h.capFor(h.cfg.Limit-known-own)) {
 		h.used += n
+		h.spent = n
 		h.local.add(now, n)
 		return Admit, store.Query{}
 	}
@@ -190,9 +193,18 @@ func (h *headroom) Resume(now int64, n int, q store.Query, a store.Answer) Verdi
 	return Admit
 }
 
+// Unadmit gives back the budget a local admit spent and forgets it, or
+// withdraws a central admit at the next contact.
+func (h *headroom) Unadmit(now int64, n int, q store.Query) {
+	h.used -= h.spent
+	h.spent = 0
+	h.local.unadmit(now, n, q)
+}
+
 // Fallback is the remembering rule over the view and the admits since the
 // last sync.
 func (h *headroom) Fallback(now int64, n int) Verdict {
+	h.spent = 0
 	known, own := h.view.remembered(h.cfg.Window.Lo(now)), h.local.sinceSyncCount(now)
 	if !remembered(&h.cfg, known, own, n) {
 		return Reject

@@ -28,6 +28,7 @@ type lease struct {
 	cfg   Config
 	ask   bool // lease-ask
 	grant int  // unused granted slots
+	slot  bool // the last admit spent a slot
 	local local
 
 	arr  arrivals // arrivals per sync interval over the last window
@@ -68,7 +69,8 @@ func (l *lease) want() int { return int(math.Ceil(1.5*l.arr.mean() + 1)) }
 
 func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 	l.cur += n
-	if l.grant >= n {
+	l.slot = l.grant >= n
+	if l.slot {
 		l.grant -= n
 		l.local.add(now, n)
 		return Admit, store.Query{}
@@ -113,8 +115,24 @@ func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict 
 		return Reject
 	}
 	l.grant -= n
+	l.slot = true
 	l.local.add(now, n)
 	return Admit
+}
+
+// Unadmit returns a slot, forgets a fallback's admit, or withdraws a
+// central admit at the next contact.
+func (l *lease) Unadmit(now int64, n int, q store.Query) {
+	switch {
+	case l.slot:
+		l.grant += n
+		l.local.unadd(n)
+	case q.Kind == store.QueryCentral:
+		l.centralSince -= n
+		l.local.abandon(now, q)
+	default:
+		l.local.unadd(n)
+	}
 }
 
 // Fallback spends the slots held first, which the store counts already;
@@ -123,7 +141,7 @@ func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict 
 // gateways may use theirs), with this gateway's admits beyond its slots as
 // its own.
 func (l *lease) Fallback(now int64, n int) Verdict {
-	if l.grant >= n {
+	if l.slot = l.grant >= n; l.slot {
 		l.grant -= n
 		l.local.add(now, n)
 		return Admit

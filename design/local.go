@@ -99,6 +99,34 @@ func (l *local) add(now int64, n int) {
 	l.stamps, l.counts, l.cum = append(l.stamps, now), append(l.counts, n), append(l.cum, c)
 }
 
+// unadd takes back the last add of a request of cost n, which nothing has
+// pushed since.
+func (l *local) unadd(n int) {
+	last := len(l.stamps) - 1
+	if l.counts[last] == n { // the add made the entry
+		if n > 1 {
+			l.heavy--
+		}
+		l.stamps, l.counts, l.cum = l.stamps[:last], l.counts[:last], l.cum[:last]
+		return
+	}
+	l.counts[last] -= n
+	l.cum[last] -= int64(n)
+	if l.counts[last] == 1 {
+		l.heavy--
+	}
+}
+
+// unadmit is Gateway.Unadmit for a design whose record is l: a query's
+// central admit is withdrawn (with Mend), a local admit forgotten.
+func (l *local) unadmit(now int64, n int, q store.Query) {
+	if q.Kind == store.QueryCentral {
+		l.abandon(now, q)
+		return
+	}
+	l.unadd(n)
+}
+
 // units is the requests that entries [i, len) stand for.
 func (l *local) units(i int) int {
 	if i >= len(l.stamps) {

@@ -27,6 +27,9 @@ func (s *split) Decide(now int64, n int) (Verdict, store.Query) {
 
 func (s *split) Resume(now int64, n int, q store.Query, a store.Answer) Verdict { return Reject }
 
+// Unadmit forgets a local admit.
+func (s *split) Unadmit(now int64, n int, q store.Query) { s.local.unadmit(now, n, q) }
+
 func (s *split) Fallback(now int64, n int) Verdict {
 	return s.local.allow(now, n)
 }

@@ -165,6 +165,9 @@ func ValidateKeys(p Params, n int) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
+	if len(p.Limits) > 0 {
+		return fmt.Errorf("several limits: a run of many keys takes one limit per key")
+	}
 	if reqs := float64(n) * p.expected(); reqs > MaxRequests {
 		return fmt.Errorf("%d keys of %s for %v make about %.3g requests: more than the %.0g a run allows", n, p.MixString(), p.Duration, reqs, float64(MaxRequests))
 	}

@@ -50,6 +50,12 @@ type Params struct {
 	// Faults are the store's and the gateways' departures from the ideal
 	// (none: the study's model).
 	Faults Faults
+	// Limits are further limits on the key, beside Limit per Window (a
+	// burst limit of 10 a second, say): a request is admitted only if
+	// every one admits it, and counted against them all only then
+	// (design.Multi). A run with them takes no faults; its figures are
+	// against Limit, and Result.Limits against each of these.
+	Limits []Limit `json:",omitempty"`
 }
 
 // MaxMin is the lease policy in the spirit of Google's Doorman: the store
@@ -118,6 +124,9 @@ func (p Params) Validate() error {
 		return err
 	}
 	if err := p.Faults.validate(p); err != nil {
+		return err
+	}
+	if err := p.validateLimits(); err != nil {
 		return err
 	}
 	for _, t := range p.Mix() {
@@ -202,6 +211,9 @@ func (p Params) String() string {
 	if p.LeasePolicy == MaxMin {
 		s += " --lease-policy " + MaxMin
 	}
+	for _, l := range p.Limits {
+		s += " --also-limit " + l.String()
+	}
 	return s + p.Faults.flags()
 }
 
@@ -231,6 +243,8 @@ type Result struct {
 	// AttackStart is when the first flood that starts late starts (see
 	// Figures.AttackWindowX).
 	AttackStart time.Duration `json:",omitempty"`
+	// Limits are the figures against each of Params.Limits.
+	Limits []LimitResult `json:",omitempty"`
 }
 
 // PartResult is one traffic's figures in a run: its requests and
@@ -351,6 +365,8 @@ type runner struct {
 	end   int64
 
 	skipQuiet bool // the eager mode may leave out the syncs the lazy mode would
+
+	multi *multiRun // a key with several limits (Params.Limits), else nil
 }
 
 // run runs p in the given mode and also returns the syncs it performed.
@@ -367,7 +383,11 @@ func runOn(p Params, rq *Requests, trace Trace, md mode) (Result, int64, error) 
 		r.src = &replay{rq: rq}
 	}
 	r.execute(md)
-	return r.m.result(r.end), r.m.performed, nil
+	res := r.m.result(r.end)
+	if r.multi != nil {
+		res.Limits = r.multi.limitResults(p, r.end)
+	}
+	return res, r.m.performed, nil
 }
 
 // newRunner sets up run p: its gateways, store, traffic and sync phases.
@@ -391,6 +411,9 @@ func newRunner(p Params, trace Trace) (*runner, error) {
 
 	r.phase, r.order = syncPhases(p, k)
 	r.m.syncs = scheduledSyncs(p, info, r.phase)
+	if len(p.Limits) > 0 {
+		r.newMulti()
+	}
 	return r, nil
 }
 
@@ -448,6 +471,8 @@ func (r *runner) execute(md mode) {
 		below = lazyBelowSkipping
 	}
 	switch {
+	case r.multi != nil: // every decision by the designs, every sync performed
+		r.eager(!r.info.NoSync, false)
 	case md == modeFaulty || p.Faults.Active():
 		r.faulty()
 	case r.info.NoSync:
@@ -513,6 +538,10 @@ func (r *runner) heldAfter(t int64, g, before int) {
 // arrive hands the request at t, of traffic c, to gateway g: decide, ask
 // the store if told to, resume.
 func (r *runner) arrive(t int64, g, c int) {
+	if r.multi != nil {
+		r.arriveMulti(t, g, c)
+		return
+	}
 	gw := r.gws[g]
 	held := r.heldBefore(g)
 	v, q := gw.Decide(t, 1)
@@ -529,6 +558,10 @@ func (r *runner) arrive(t int64, g, c int) {
 
 // sync is gateway g's sync at t: one atomic push and pull.
 func (r *runner) sync(t int64, g int) {
+	if r.multi != nil {
+		r.syncMulti(t, g)
+		return
+	}
 	gw := r.gws[g]
 	held := r.heldBefore(g)
 	gw.SyncPush(t, &r.push)

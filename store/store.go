@@ -203,6 +203,11 @@ type Key struct {
 	Name   string
 	Limit  int
 	Window window.Spec
+	// Part numbers the limits of a key with several (1, 2, ...): each
+	// counts apart, and a store keeps a key's parts together (on Redis,
+	// under one hash tag) so that one call can answer them all
+	// (MultiAsker). 0 for a key with one limit.
+	Part int
 }
 
 // SyncItem is one key's part of a batched sync: the gateway fills Key and
@@ -246,6 +251,28 @@ type Backend interface {
 	// slots, as many as the limit allows; a counter query adds q.N to the
 	// key's fixed-window counter and returns it.
 	Ask(ctx context.Context, now int64, key Key, gw int, q Query) (Answer, error)
+}
+
+// AskItem is one limit's part of a decision on a key with several limits:
+// the caller fills Key and Query, the store fills Answer.
+type AskItem struct {
+	Key    Key
+	Query  Query
+	Answer Answer
+}
+
+// MultiAsker is a Backend that answers the queries of one decision on a key
+// with several limits (design.Multi) together, in one round trip.
+type MultiAsker interface {
+	// AskAll answers every item as Ask would, but as one: the central
+	// checks admit all their requests or none (when one would pass its
+	// limit, none logs anything, and each answers its count), and a
+	// counter query adds its requests only when every counter takes them
+	// within its limit, or when its own limit is passed (a refused
+	// request counts, as upstream's counter counts it, on the limits it
+	// passed and no other). Grants are answered each alone. The items
+	// must share one Name and have distinct Parts.
+	AskAll(ctx context.Context, now int64, gw int, items []AskItem) error
 }
 
 // Pinger is a Backend that can tell whether it is reachable without a key:

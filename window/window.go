@@ -265,6 +265,22 @@ func (l *Log) Add(now int64, n int) {
 	l.push(l.spec.Stamp(now), n)
 }
 
+// Unadd takes back the last n requests logged (the last Add or Allow of a
+// request of cost n), from the newest entries: exact unless that Add had to
+// forget older requests to stay within Limit.
+func (l *Log) Unadd(n int) {
+	for n > 0 && l.size > 0 {
+		last := l.index(l.size - 1)
+		k := min(n, l.n[last])
+		l.n[last] -= k
+		l.count -= k
+		n -= k
+		if l.n[last] == 0 {
+			l.size--
+		}
+	}
+}
+
 // push logs n requests at stamp now; the caller made room.
 func (l *Log) push(now int64, n int) {
 	l.count += n

@@ -537,20 +537,7 @@ func (k *Key) Forget(now int64) {
 // Answer answers a query of gateway gw at now, after applying the push it
 // carries: the one place a query is dispatched to the store's operations.
 func (k *Key) Answer(now int64, gw int, q store.Query) store.Answer {
-	if q.Carry != nil {
-		c := *q.Carry
-		c.Ask, c.Horizon, c.WantOwn = 0, 0, false
-		k.Sync(now, c)
-	}
-	var epoch, id uint64
-	if c := q.Call; c != nil {
-		k.advance(now)
-		k.gateway(gw)
-		for _, w := range c.Withdraw {
-			k.withdraw(gw, c.Epoch, w)
-		}
-		epoch, id = c.Epoch, c.ID
-	}
+	epoch, id := k.prepare(now, gw, q)
 	switch q.Kind {
 	case store.QueryCentral:
 		ok, count := k.central(now, gw, q.N, epoch, id)
@@ -561,6 +548,73 @@ func (k *Key) Answer(now int64, gw int, q store.Query) store.Answer {
 		return store.Answer{Count: k.Counter(now, q.N)}
 	}
 	return store.Answer{}
+}
+
+// prepare applies what query q of gateway gw carries (its push and its
+// withdrawals) and returns the epoch and ID that name its central admit.
+func (k *Key) prepare(now int64, gw int, q store.Query) (epoch, id uint64) {
+	if q.Carry != nil {
+		c := *q.Carry
+		c.Ask, c.Horizon, c.WantOwn = 0, 0, false
+		k.Sync(now, c)
+	}
+	if c := q.Call; c != nil {
+		k.advance(now)
+		k.gateway(gw)
+		for _, w := range c.Withdraw {
+			k.withdraw(gw, c.Epoch, w)
+		}
+		epoch, id = c.Epoch, c.ID
+	}
+	return epoch, id
+}
+
+// AnswerAll answers the queries qs of gateway gw at now on keys, the limits
+// of one key, as one (store.MultiAsker): central checks admit all or none,
+// counters add only when every one fits or on the ones passed, grants are
+// answered each alone. A query of Kind 0 asks nothing of its key. It fills
+// as, one answer per key.
+func AnswerAll(keys []*Key, now int64, gw int, qs []store.Query, as []store.Answer) {
+	all, fits := true, true
+	for i, k := range keys {
+		q := qs[i]
+		if q.Kind == 0 {
+			continue
+		}
+		epoch, id := k.prepare(now, gw, q)
+		switch q.Kind {
+		case store.QueryCentral:
+			k.advance(now)
+			k.gateway(gw)
+			all = all && !k.Withdrawn(gw, epoch, id) && k.count+k.outTotal+q.N <= k.limit
+		case store.QueryCounter:
+			fits = fits && k.Counter(now, 0)+q.N <= k.limit
+		}
+	}
+	for i, k := range keys {
+		q := qs[i]
+		switch q.Kind {
+		case store.QueryCentral:
+			if all {
+				var epoch, id uint64
+				if c := q.Call; c != nil {
+					epoch, id = c.Epoch, c.ID
+				}
+				ok, count := k.central(now, gw, q.N, epoch, id)
+				as[i] = store.Answer{Admit: ok, Count: count, Gen: k.gen}
+			} else {
+				as[i] = store.Answer{Count: k.count, Gen: k.gen}
+			}
+		case store.QueryCounter:
+			n := q.N
+			if !fits && k.Counter(now, 0)+n <= k.limit {
+				n = 0
+			}
+			as[i] = store.Answer{Count: k.Counter(now, n)}
+		case store.QueryGrant:
+			as[i] = store.Answer{Granted: k.Grant(now, gw, q.N), Gen: k.gen}
+		}
+	}
 }
 
 // Counter adds n to the key's counter for the fixed window that holds now

@@ -13,17 +13,28 @@ import (
 // once nothing of theirs is left in the window.
 type Store struct {
 	mu   sync.Mutex
-	keys map[string]*Key
+	keys map[keyID]*Key
 	ops  int
+	// scratch for AskAll
+	ks []*Key
+	qs []store.Query
+	as []store.Answer
+}
+
+// keyID names a key's limit in the store.
+type keyID struct {
+	name string
+	part int
 }
 
 // New returns an empty Store.
-func New() *Store { return &Store{keys: map[string]*Key{}} }
+func New() *Store { return &Store{keys: map[keyID]*Key{}} }
 
 var _ store.Backend = (*Store)(nil)
 
 func (s *Store) key(k store.Key) *Key {
-	key := s.keys[k.Name]
+	id := keyID{k.Name, k.Part}
+	key := s.keys[id]
 	if key == nil || key.limit != k.Limit || key.spec != k.Window {
 		// A new key, or its limit changed: start it afresh, keeping
 		// what it had admitted.
@@ -35,7 +46,7 @@ func (s *Store) key(k store.Key) *Key {
 			nk.lastCentral, nk.barred, nk.gen = key.lastCentral, key.barred, key.gen
 		}
 		key = nk
-		s.keys[k.Name] = key
+		s.keys[id] = key
 	}
 	return key
 }
@@ -47,9 +58,9 @@ func (s *Store) gc(now int64) {
 		return
 	}
 	s.ops = 0
-	for name, k := range s.keys {
+	for id, k := range s.keys {
 		if k.idle(now) {
-			delete(s.keys, name)
+			delete(s.keys, id)
 		}
 	}
 }
@@ -89,11 +100,38 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 	return a, nil
 }
 
+var _ store.MultiAsker = (*Store)(nil)
+
+// AskAll answers the queries of one decision on a key with several limits
+// as one (store.MultiAsker), under the store's lock. It fails only for a
+// central check withdrawn before it arrived.
+func (s *Store) AskAll(ctx context.Context, now int64, gw int, items []store.AskItem) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ks, s.qs, s.as = s.ks[:0], s.qs[:0], s.as[:0]
+	for i := range items {
+		s.ks = append(s.ks, s.key(items[i].Key))
+		s.qs = append(s.qs, items[i].Query)
+		s.as = append(s.as, store.Answer{})
+	}
+	AnswerAll(s.ks, now, gw, s.qs, s.as)
+	for i := range items {
+		q := items[i].Query
+		if c := q.Call; c != nil && q.Kind == store.QueryCentral && s.ks[i].Withdrawn(gw, c.Epoch, c.ID) {
+			return ErrWithdrawn
+		}
+		items[i].Answer = s.as[i]
+	}
+	clear(s.ks)
+	s.gc(now)
+	return nil
+}
+
 // Stamps returns the timestamps of key inside the window at now, ascending.
 func (s *Store) Stamps(name string, now int64) []int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if k := s.keys[name]; k != nil {
+	if k := s.keys[keyID{name, 0}]; k != nil {
 		return k.Stamps(nil, now)
 	}
 	return nil

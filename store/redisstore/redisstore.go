@@ -177,7 +177,7 @@ func (s *Store) Close() error { return s.rdb.Close() }
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
 func (s *Store) load(ctx context.Context) error {
-	for _, sc := range []*redis.Script{syncScript, centralScript, grantScript, counterSyncScript, counterCentralScript, counterGrantScript} {
+	for _, sc := range []*redis.Script{syncScript, centralScript, grantScript, counterSyncScript, counterCentralScript, counterGrantScript, multiScript, multiCounterScript} {
 		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 			return err
 		}
@@ -190,6 +190,17 @@ var _ store.Backend = (*Store)(nil)
 // Keys returns the two Redis keys of a rate-limited key.
 func (s *Store) Keys(name string) []string {
 	tag := s.prefix + "{" + name + "}"
+	return []string{tag + ":z", tag + ":h"}
+}
+
+// keysOf returns the two Redis keys of a key's limit: Keys(Name) for a key
+// with one, and for a part of a key with several the same hash tag and the
+// part's number, so that one script reaches every part, on a Cluster too.
+func (s *Store) keysOf(k store.Key) []string {
+	if k.Part == 0 {
+		return s.Keys(k.Name)
+	}
+	tag := s.prefix + "{" + k.Name + "}:" + strconv.Itoa(k.Part)
 	return []string{tag + ":z", tag + ":h"}
 }
 
@@ -230,6 +241,11 @@ func (s *Store) Sync(ctx context.Context, now int64, items []store.SyncItem) err
 const scriptBatch = 100
 
 func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem) error {
+	for i := range items {
+		if k := items[i].Key; k.Part > 0 && k.Window.Counters() {
+			return errPartCounters
+		}
+	}
 	groups := s.groups(items)
 	cmds := make([]*redis.Cmd, len(groups))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -252,7 +268,7 @@ func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem)
 					args = append(args, counterKeyArg(it.Key, it.Push))
 					continue
 				}
-				keys = append(keys, s.Keys(it.Key.Name)...)
+				keys = append(keys, s.keysOf(it.Key)...)
 				args = syncArgs(args, now, it.Key, it.Push)
 			}
 			cmds[g] = sc.EvalSha(ctx, p, keys, args...)
@@ -366,7 +382,7 @@ func (s *Store) groups(items []store.SyncItem) [][]int {
 	for i := range items {
 		var sl uint16
 		if cluster {
-			sl = slot(s.Keys(items[i].Key.Name)[0])
+			sl = slot(s.keysOf(items[i].Key)[0])
 		}
 		kd := kind{slot: sl}
 		if it := &items[i]; it.Key.Window.Counters() {
@@ -418,6 +434,9 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 		return s.counter(ctx, now, k, q.N)
 	}
 	if k.Window.Counters() {
+		if k.Part > 0 {
+			return store.Answer{}, errPartCounters
+		}
 		return s.askCounted(ctx, now, k, gw, q)
 	}
 	sc, err := scriptFor(q.Kind, centralScript, grantScript)
@@ -436,9 +455,9 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 	if carries(q) {
 		pu := *q.Carry
 		pu.Ask, pu.Horizon, pu.WantOwn = 0, 0, false
-		c = s.carried(ctx, s.Keys(k.Name), syncScript, syncArgs(nil, now, k, pu), sc, args)
+		c = s.carried(ctx, s.keysOf(k), syncScript, syncArgs(nil, now, k, pu), sc, args)
 	} else {
-		c = run(ctx, s, sc, k.Name, args)
+		c = sc.Run(ctx, s.rdb, s.keysOf(k), args...)
 	}
 	return answerOf(c, k, q)
 }
@@ -567,7 +586,7 @@ func CounterKey(name string, now int64, k store.Key) string {
 // counter is QueryCounter as envoyproxy/ratelimit runs it: INCRBY and
 // EXPIRE (the window's length) in one pipeline, one round trip.
 func (s *Store) counter(ctx context.Context, now int64, k store.Key, n int) (store.Answer, error) {
-	key := CounterKey(k.Name, now, k)
+	key := CounterKey(partCounterName(k), now, k)
 	var incr *redis.IntCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		incr = p.IncrBy(ctx, key, int64(n))
@@ -586,10 +605,6 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
-}
-
-func run(ctx context.Context, s *Store, sc *redis.Script, name string, args []any) *redis.Cmd {
-	return sc.Run(ctx, s.rdb, s.Keys(name), args...)
 }
 
 func isNoScript(err error) bool {

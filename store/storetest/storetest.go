@@ -58,11 +58,109 @@ func grant(b store.Backend, now int64, k store.Key, gw, n int) (int, error) {
 	return a.Granted, err
 }
 
+// askAll asks the queries qs of gateway gw on parts, the limits of one key,
+// as one (store.MultiAsker), and returns the answers.
+func askAll(t *testing.T, b store.Backend, now int64, gw int, parts []store.Key, qs ...store.Query) []store.Answer {
+	t.Helper()
+	m, ok := b.(store.MultiAsker)
+	if !ok {
+		t.Fatalf("%T answers no key with several limits (store.MultiAsker)", b)
+	}
+	items := make([]store.AskItem, len(parts))
+	for i := range parts {
+		items[i] = store.AskItem{Key: parts[i], Query: qs[i]}
+	}
+	if err := m.AskAll(ctx, now, gw, items); err != nil {
+		t.Fatal(err)
+	}
+	as := make([]store.Answer, len(items))
+	for i := range items {
+		as[i] = items[i].Answer
+	}
+	return as
+}
+
+// parts are the limits of one key: 3 a second (sliding unless fixed) and 5
+// in 10 s.
+func parts(t *testing.T, kind window.Kind) []store.Key {
+	k := key(t, 3, window.Spec{Size: time.Second, Kind: kind})
+	k2 := key(t, 5, window.Spec{Size: 10 * time.Second, Kind: kind})
+	k.Part, k2.Part = 1, 2
+	return []store.Key{k, k2}
+}
+
 // contract is the table of the contract's cases.
 var contract = []struct {
 	name string
 	run  func(t *testing.T, b store.Backend)
 }{
+	{"several limits: central checks admit all or none", func(t *testing.T, b store.Backend) {
+		ks := parts(t, window.Sliding)
+		c := store.Query{Kind: store.QueryCentral, N: 1}
+		for i := range 3 {
+			as := askAll(t, b, at(int64(10*i)), 0, ks, c, c)
+			if !as[0].Admit || !as[1].Admit || as[0].Count != i+1 || as[1].Count != i+1 {
+				t.Fatalf("request %d: %+v, want both admitted at count %d", i+1, as, i+1)
+			}
+		}
+		// the second is full: the fourth is refused, and spends none of the 10 s
+		as := askAll(t, b, at(40), 0, ks, c, c)
+		if as[0].Admit || as[1].Admit || as[0].Count != 3 || as[1].Count != 3 {
+			t.Fatalf("over the first limit: %+v, want neither admitted, counts 3 and 3", as)
+		}
+		// a second later the 10 s limit binds after two more
+		for i := range 2 {
+			if as := askAll(t, b, at(1100+int64(i)), 1, ks, c, c); !as[0].Admit || !as[1].Admit {
+				t.Fatalf("after a second, request %d: %+v", i+1, as)
+			}
+		}
+		as = askAll(t, b, at(1200), 1, ks, c, c)
+		if as[0].Admit || as[1].Admit || as[0].Count != 2 || as[1].Count != 5 {
+			t.Fatalf("over the second limit: %+v, want neither admitted, counts 2 and 5", as)
+		}
+		// a part that does not ask is left alone
+		as = askAll(t, b, at(1300), 1, ks, store.Query{}, c)
+		if as[1].Admit || as[0] != (store.Answer{}) {
+			t.Fatalf("one part asking: %+v", as)
+		}
+	}},
+	{"several limits: counters count a refused request on the limits it passed", func(t *testing.T, b store.Backend) {
+		ks := parts(t, window.Fixed)
+		c := store.Query{Kind: store.QueryCounter, N: 1}
+		t0 := (T0/int64(time.Minute) + 1) * int64(time.Minute) // the start of a fixed window of both
+		for i := range 3 {
+			as := askAll(t, b, t0+int64(i)*ms, 0, ks, c, c)
+			if as[0].Count != i+1 || as[1].Count != i+1 {
+				t.Fatalf("request %d: counts %d and %d", i+1, as[0].Count, as[1].Count)
+			}
+		}
+		as := askAll(t, b, t0+5*ms, 0, ks, c, c)
+		if as[0].Count != 4 || as[1].Count != 3 {
+			t.Fatalf("over the first limit: counts %d and %d, want 4 (it passed it) and 3 (it fits, and is refused)", as[0].Count, as[1].Count)
+		}
+	}},
+	{"several limits: grants are answered alone", func(t *testing.T, b store.Backend) {
+		ks := parts(t, window.Sliding)
+		as := askAll(t, b, at(0), 0, ks, store.Query{Kind: store.QueryGrant, N: 4}, store.Query{Kind: store.QueryGrant, N: 4})
+		if as[0].Granted != 3 || as[1].Granted != 4 {
+			t.Fatalf("granted %d and %d, want 3 and 4", as[0].Granted, as[1].Granted)
+		}
+	}},
+	{"several limits: a carried push counts before the check", func(t *testing.T, b store.Backend) {
+		ks := parts(t, window.Sliding)
+		carry := &store.Push{Gateway: 0, Admits: []int64{at(1), at(2)}, Seq: 1}
+		carry2 := &store.Push{Gateway: 0, Admits: []int64{at(1), at(2)}, Seq: 1}
+		as := askAll(t, b, at(10), 0, ks, store.Query{Kind: store.QueryCentral, N: 2, Carry: carry}, store.Query{Kind: store.QueryCentral, N: 2, Carry: carry2})
+		if as[0].Admit || as[1].Admit || as[0].Count != 2 || as[1].Count != 2 {
+			t.Fatalf("%+v: want the carried 2 counted and 2 more refused by the first limit (3)", as)
+		}
+		// the parts are kept apart from a key of one limit of the same name
+		one := ks[0]
+		one.Part = 0
+		if p := sync1(t, b, at(20), one, store.Push{Gateway: 0}); p.Count != 0 {
+			t.Fatalf("the key of one limit counts %d of its parts' admits", p.Count)
+		}
+	}},
 	{"push and pull", func(t *testing.T, b store.Backend) {
 		k := key(t, 100, sliding)
 		sync1(t, b, at(500), k, store.Push{Gateway: 1, Admits: []int64{at(200), at(400)}, Seq: 1})
