@@ -101,56 +101,78 @@ func (l *Limiter) ask(ctx context.Context, e *entry, now, giveUp int64, q store.
 		defer cancel()
 		return l.st.Ask(cctx, now, e.key, e.index, q)
 	}
-	wait := time.Duration(giveUp - now)
-	if wait <= 0 {
+	at, patient, ok := l.callPlan(now, giveUp)
+	switch {
+	case !ok:
 		return store.Answer{}, errTimedOut
-	}
-	at := time.Now().Add(wait)
-	if l.wall {
-		at = time.Unix(0, giveUp)
-	}
-	if time.Now().UnixNano() >= l.slowUntil.Load() {
+	case !patient:
 		cctx, cancel := context.WithDeadline(ctx, at)
 		defer cancel()
 		a, err := l.st.Ask(cctx, now, e.key, e.index, q)
-		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			l.slowUntil.Store(time.Now().Add(slowPeriod).UnixNano())
-		}
+		l.noteSlow(ctx, err)
 		return a, err
 	}
-	return l.askPatiently(ctx, e, now, at, q)
+	var a store.Answer
+	key, gw, q := e.key, e.index, ownQuery(q)
+	if err := l.patiently(ctx, at, func(cctx context.Context) (err error) {
+		a, err = l.st.Ask(cctx, now, key, gw, q)
+		return err
+	}); err != nil {
+		return store.Answer{}, err // the call may still be writing a
+	}
+	return a, nil
+}
+
+// callPlan says how a call of a request decided at now that gives up at
+// giveUp (ns on the Limiter's clock) runs: the instant it gives up on the
+// wall clock, whether from a goroutine (patient), and false when its time
+// is already up.
+func (l *Limiter) callPlan(now, giveUp int64) (at time.Time, patient, ok bool) {
+	wait := time.Duration(giveUp - now)
+	if wait <= 0 {
+		return time.Time{}, false, false
+	}
+	at = time.Now().Add(wait)
+	if l.wall {
+		at = time.Unix(0, giveUp)
+	}
+	return at, time.Now().UnixNano() < l.slowUntil.Load(), true
+}
+
+// noteSlow starts the patient period after a call that did not answer in
+// time while its caller still waited.
+func (l *Limiter) noteSlow(ctx context.Context, err error) {
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		l.slowUntil.Store(time.Now().Add(slowPeriod).UnixNano())
+	}
 }
 
 // slowPeriod is how long after a call that did not answer in time the
 // calls of requests wait for their answers in the background.
 const slowPeriod = 10 * time.Second
 
-// askPatiently is ask from a goroutine that outlives the request, on its
-// own copy of q.
-func (l *Limiter) askPatiently(ctx context.Context, e *entry, now int64, at time.Time, q store.Query) (store.Answer, error) {
-	type result struct {
-		a   store.Answer
-		err error
-	}
+// patiently runs call, which works on its own copies of what it sends, from
+// a goroutine that outlives the request: the
+// request waits until at, the call up to SyncTimeout. After an error the
+// call may still be running: the caller must not read what it writes.
+func (l *Limiter) patiently(ctx context.Context, at time.Time, call func(context.Context) error) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(l.cfg.SyncTimeout, l.cfg.Timeout))
 	cctx = store.WithGiveUp(cctx, at)
-	ch := make(chan result, 1)
-	key, gw, q := e.key, e.index, ownQuery(q)
+	ch := make(chan error, 1)
 	go func() {
 		defer cancel()
-		a, err := l.st.Ask(cctx, now, key, gw, q)
-		ch <- result{a, err}
+		ch <- call(cctx)
 	}()
 	t := time.NewTimer(time.Until(at))
 	defer t.Stop()
 	select {
-	case r := <-ch:
-		return r.a, r.err
+	case err := <-ch:
+		return err
 	case <-t.C:
 		l.slowUntil.Store(time.Now().Add(slowPeriod).UnixNano())
-		return store.Answer{}, errTimedOut
+		return errTimedOut
 	case <-ctx.Done():
-		return store.Answer{}, ctx.Err()
+		return ctx.Err()
 	}
 }
 

@@ -77,14 +77,47 @@ func (l *Limiter) get(key string, lim Limit, now int64) *entry {
 			return e
 		}
 	}
-	return l.create(key, lim, now)
+	return l.create(key, 0, lim, now)
 }
 
-func (l *Limiter) create(key string, lim Limit, now int64) *entry {
+// partID is the name in Limiter.keys of a part of a key with several
+// limits; a key with one is held under its name, a string, which no partID
+// equals.
+type partID struct {
+	name string
+	part int
+}
+
+// id is e's name in Limiter.keys.
+func (e *entry) id() any { return entryID(e.key.Name, e.key.Part) }
+
+// entryID is the name in Limiter.keys of key's part (0: a key with one
+// limit).
+func entryID(key string, part int) any {
+	if part == 0 {
+		return key
+	}
+	return partID{key, part}
+}
+
+// getPart is get for part part (from 1) of a key with several limits.
+func (l *Limiter) getPart(key string, part int, lim Limit, now int64) *entry {
+	if v, ok := l.keys.Load(partID{key, part}); ok {
+		if e := v.(*entry); e.matches(lim, l.fleet.Load()) {
+			return e
+		}
+	}
+	return l.create(key, part, lim, now)
+}
+
+// create makes key's entry for part (0: the key's one limit) under lim, or
+// returns the one another request made meanwhile.
+func (l *Limiter) create(key string, part int, lim Limit, now int64) *entry {
 	l.createMu.Lock()
 	defer l.createMu.Unlock()
 	var old *entry
-	if v, ok := l.keys.Load(key); ok {
+	id := entryID(key, part)
+	if v, ok := l.keys.Load(id); ok {
 		if old = v.(*entry); old.matches(lim, l.fleet.Load()) {
 			return old
 		}
@@ -95,6 +128,7 @@ func (l *Limiter) create(key string, lim Limit, now int64) *entry {
 		}
 	}
 	ne := l.newEntry(key, lim)
+	ne.key.Part = part
 	if old != nil { // the limit or the fleet changed: push what the old state had
 		l.retire(old, now)
 		if h, ok := ne.gw.(design.Heir); ok { // and keep counting it in the local quota
@@ -115,7 +149,7 @@ func (l *Limiter) create(key string, lim Limit, now int64) *entry {
 			l.stats.primed.Add(1)
 		}
 	}
-	l.keys.Store(key, ne)
+	l.keys.Store(id, ne)
 	return ne
 }
 
@@ -168,7 +202,7 @@ func (l *Limiter) evictOne(now int64) bool {
 // drop retires e and removes it, remembering that it was evicted. The
 // caller holds createMu.
 func (l *Limiter) drop(e *entry, now int64) {
-	if l.keys.CompareAndDelete(e.key.Name, e) {
+	if l.keys.CompareAndDelete(e.id(), e) {
 		l.retire(e, now)
 		l.nkeys.Add(-1)
 		l.keyBytes.Add(-int64(len(e.key.Name)))

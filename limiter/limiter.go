@@ -155,6 +155,11 @@ type Decision struct {
 	Degraded bool
 	// At is the decision's instant on the Limiter's clock, ns.
 	At int64
+	// Bound, for a request under several limits (AllowLimits), is the
+	// index of the limit that Limit, Window, Remaining and Reset describe:
+	// the one that refused the request, or else the one with the least
+	// left. 0 under one limit.
+	Bound int
 }
 
 // Stats are a Limiter's counters.

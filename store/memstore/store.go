@@ -137,6 +137,17 @@ func (s *Store) Stamps(name string, now int64) []int64 {
 	return nil
 }
 
+// Count returns the requests k's log counts in the window at now (0 for a
+// key it does not hold).
+func (s *Store) Count(k store.Key, now int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if key := s.keys[keyID{k.Name, k.Part}]; key != nil {
+		return key.Count(now)
+	}
+	return 0
+}
+
 // Len returns the number of keys held.
 func (s *Store) Len() int {
 	s.mu.Lock()

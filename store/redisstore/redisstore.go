@@ -615,7 +615,12 @@ func isNoScript(err error) bool {
 // Stamps returns the timestamps (ns, to the microsecond) of a key's log,
 // each as many times as the requests its admit stands for.
 func (s *Store) Stamps(ctx context.Context, name string) ([]int64, error) {
-	vals, err := s.rdb.ZRangeWithScores(ctx, s.Keys(name)[0], 0, -1).Result()
+	return s.StampsOf(ctx, store.Key{Name: name})
+}
+
+// StampsOf is Stamps for a limit of a key with several (store.Key.Part).
+func (s *Store) StampsOf(ctx context.Context, k store.Key) ([]int64, error) {
+	vals, err := s.rdb.ZRangeWithScores(ctx, s.keysOf(k)[0], 0, -1).Result()
 	if err != nil {
 		return nil, err
 	}
