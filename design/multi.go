@@ -57,13 +57,27 @@ func (m *Multi) Queries() []store.Query { return m.q }
 // Resume finishes a decision with the store's answers, one per limit
 // (those of limits that did not ask are ignored).
 func (m *Multi) Resume(now int64, n int, as []store.Answer) Verdict {
-	first := -1
 	for i, g := range m.Parts {
 		if m.v[i] == Ask {
 			m.v[i] = g.Resume(now, n, m.q[i], as[i])
 		}
-		if m.v[i] == Reject && first < 0 {
-			first = i
+	}
+	return m.settle(now, n, false)
+}
+
+// settle ends a decision whose limits have all decided: Admit if every one
+// admitted, else Reject, taking back what the others did. A store that
+// answers central checks all or none refuses them all when one is full: the
+// limit said to refuse is the one with the least left.
+func (m *Multi) settle(now int64, n int, fallback bool) Verdict {
+	first, least := -1, 0
+	for i, g := range m.Parts {
+		if m.v[i] != Reject {
+			continue
+		}
+		rem, _ := g.View(now, fallback)
+		if first < 0 || rem < least {
+			first, least = i, rem
 		}
 	}
 	if first < 0 {
@@ -78,21 +92,13 @@ func (m *Multi) Resume(now int64, n int, as []store.Answer) Verdict {
 // decides by its fallback; the request is admitted only if every limit
 // admits it.
 func (m *Multi) Abandon(now int64, n int, fallback bool) Verdict {
-	first := -1
 	for i, g := range m.Parts {
 		if m.v[i] == Ask {
 			m.v[i] = g.Abandon(now, n, m.q[i], fallback)
 			m.q[i] = store.Query{} // an admit now is the fallback's, local
 		}
-		if m.v[i] == Reject && first < 0 {
-			first = i
-		}
 	}
-	if first < 0 {
-		return Admit
-	}
-	m.refuse(now, n, first, len(m.Parts))
-	return Reject
+	return m.settle(now, n, true)
 }
 
 // Fallback decides a request alone, by every limit's fallback, while the

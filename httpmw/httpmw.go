@@ -11,6 +11,7 @@ package httpmw
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"net"
 	"net/http"
@@ -56,6 +57,13 @@ type Options struct {
 	Headers HeaderStyle
 	// Policy names the limit in the draft's headers; default "default".
 	Policy string
+	// Limits, when set, decide every request under several limits at
+	// once (a burst limit and a sustained one: limiter.AllowLimits),
+	// instead of the Limiter's default limit: a request is admitted only
+	// if every one admits it. RateLimit-Policy then lists them all, and
+	// RateLimit (or the legacy headers) describes the one that binds.
+	// Their names must differ.
+	Limits []Policy
 	// Legacy names the legacy style's three headers; a "" keeps its
 	// default name (RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset).
 	Legacy LegacyNames
@@ -76,6 +84,12 @@ const (
 	NoHeaders
 )
 
+// Policy is a named limit of Options.Limits.
+type Policy struct {
+	Name string // its name in the headers, e.g. "burst"
+	limiter.Limit
+}
+
 // LegacyNames are the names of the legacy style's headers.
 type LegacyNames struct{ Limit, Remaining, Reset string }
 
@@ -89,13 +103,18 @@ func New(l *limiter.Limiter, opt Options) func(http.Handler) http.Handler {
 			http.Error(w, "rate limit exceeded", http.StatusTooManyRequests)
 		})
 	}
+	bad := opt.check()
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if bad != nil { // the caller's bug: never a silent admit
+				http.Error(w, bad.Error(), http.StatusInternalServerError)
+				return
+			}
 			n := 1
 			if opt.Cost != nil {
 				n = opt.Cost(r)
 			}
-			d, err := l.AllowN(r.Context(), opt.Key(r), n)
+			d, err := opt.allow(l, r, n)
 			if err != nil { // a Cost below 1: the caller's bug, never a silent admit
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
@@ -108,6 +127,31 @@ func New(l *limiter.Limiter, opt Options) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// check reports what is wrong with opt's Limits: two of one name.
+func (opt Options) check() error {
+	seen := map[string]bool{}
+	for _, p := range opt.Limits {
+		name := sfString(p.Name)
+		if seen[name] {
+			return fmt.Errorf("httpmw: two limits are named %s: the headers could not tell them apart", name)
+		}
+		seen[name] = true
+	}
+	return nil
+}
+
+// allow decides r, of cost n, under the default limit or opt.Limits.
+func (opt Options) allow(l *limiter.Limiter, r *http.Request, n int) (limiter.Decision, error) {
+	if len(opt.Limits) == 0 {
+		return l.AllowN(r.Context(), opt.Key(r), n)
+	}
+	lims := make([]limiter.Limit, len(opt.Limits))
+	for i, p := range opt.Limits {
+		lims[i] = p.Limit
+	}
+	return l.AllowLimits(r.Context(), opt.Key(r), lims, n)
 }
 
 // seconds rounds a duration up to whole seconds, at least min.
@@ -130,7 +174,12 @@ func (opt Options) setHeaders(h http.Header, d limiter.Decision) {
 	switch opt.Headers {
 	case Draft:
 		name := cmp.Or(opt.Policy, "default")
-		h.Set("RateLimit-Policy", PolicyField(name, uint64(d.Limit), int64(math.Ceil(d.Window.Seconds()))))
+		if len(opt.Limits) > 0 {
+			name = opt.Limits[d.Bound].Name
+			h.Set("RateLimit-Policy", policies(opt.Limits))
+		} else {
+			h.Set("RateLimit-Policy", PolicyField(name, uint64(d.Limit), int64(math.Ceil(d.Window.Seconds()))))
+		}
 		h.Set("RateLimit", LimitField(name, uint64(max(d.Remaining, 0)), reset))
 	case Legacy:
 		n := opt.Legacy
@@ -141,6 +190,15 @@ func (opt Options) setHeaders(h http.Header, d limiter.Decision) {
 	if !d.Allowed {
 		h.Set("Retry-After", seconds(d.RetryAfter, 1))
 	}
+}
+
+// policies is the RateLimit-Policy list of several limits.
+func policies(ps []Policy) string {
+	items := make([]string, len(ps))
+	for i, p := range ps {
+		items[i] = PolicyField(p.Name, uint64(p.Requests), int64(math.Ceil(p.Window.Seconds())))
+	}
+	return strings.Join(items, ", ")
 }
 
 // PolicyField is a RateLimit-Policy item: the policy's name, its quota q

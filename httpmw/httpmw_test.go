@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,6 +92,54 @@ func TestPolicyNameIsAStructuredFieldString(t *testing.T) {
 	for name, want := range map[string]string{"api": `"api"`, `a"b\c`: `"a\"b\\c"`, "é\n": `"default"`, "": `"default"`} {
 		if got := httpmw.PolicyField(name, 1, 2); got != want+";q=1;w=2" {
 			t.Errorf("%q: %s, want %s;q=1;w=2", name, got, want)
+		}
+	}
+}
+
+func TestSeveralLimits(t *testing.T) {
+	var now atomic.Int64
+	now.Store(1_790_000_000_000_000_000)
+	l, err := limiter.New(limiter.Config{Sync: time.Hour, Now: now.Load})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	opt := httpmw.Options{Key: httpmw.Header("X-API-Key"), Limits: []httpmw.Policy{
+		{Name: "burst", Limit: limiter.Limit{Requests: 2, Window: time.Second}},
+		{Name: "minute", Limit: limiter.Limit{Requests: 3, Window: time.Minute}},
+	}}
+	h := httpmw.New(l, opt)(ok)
+	get := func() *httptest.ResponseRecorder {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("X-API-Key", "alice")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	const policy = `"burst";q=2;w=1, "minute";q=3;w=60`
+	for i, want := range []struct {
+		code      int
+		rateLimit string
+	}{
+		{200, `"burst";r=1;t=1`},   // both have room: the burst has less
+		{200, `"burst";r=0;t=1`},   // the burst is spent
+		{429, `"burst";r=0;t=1`},   // refused by the burst, spending nothing of the minute
+		{200, `"minute";r=0;t=59`}, // a second later: the minute's third and last (its first frees 58.9 s on)
+		{429, `"minute";r=0;t=59`}, // refused by the minute
+	} {
+		if i == 3 {
+			now.Add(int64(1100 * time.Millisecond))
+		}
+		w := get()
+		if w.Code != want.code || w.Header().Get("RateLimit") != want.rateLimit || w.Header().Get("RateLimit-Policy") != policy {
+			t.Fatalf("request %d: %d %q %q, want %d %q %q", i+1, w.Code, w.Header().Get("RateLimit"), w.Header().Get("RateLimit-Policy"), want.code, want.rateLimit, policy)
+		}
+	}
+	opt.Limits[1].Name = "burst"
+	if w := httptest.NewRecorder(); true {
+		httpmw.New(l, opt)(ok).ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+		if w.Code != 500 || !strings.Contains(w.Body.String(), "two limits") {
+			t.Fatalf("two limits of one name: %d %q", w.Code, w.Body.String())
 		}
 	}
 }

@@ -401,20 +401,26 @@ func (l *Limiter) Check(ctx context.Context, key string, lim Limit) (Decision, e
 	if l.info.CheckOnly {
 		return l.allow(ctx, key, lim, 0), nil
 	}
+	return l.view(key, lim), nil
+}
+
+// view answers a check of the entry held under id (entryID) from what this
+// gateway knows; a key it has not seen is not created.
+func (l *Limiter) view(id any, lim Limit) Decision {
 	now := l.cfg.Now()
-	v, ok := l.keys.Load(key)
+	v, ok := l.keys.Load(id)
 	if !ok {
 		reset := now // sliding: nothing to free
 		if spec := (window.Spec{Size: lim.Window, Kind: l.spec.Kind}); spec.Kind == window.Fixed {
 			reset = spec.Lo(now) + int64(lim.Window)
 		}
-		return Decision{Allowed: true, Limit: lim.Requests, Window: lim.Window, Remaining: lim.Requests, Reset: time.Duration(reset - now), At: now}, nil
+		return Decision{Allowed: true, Limit: lim.Requests, Window: lim.Window, Remaining: lim.Requests, Reset: time.Duration(reset - now), At: now}
 	}
 	e := v.(*entry)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	rem, reset := e.gw.View(now, l.degraded.Load())
-	return l.decision(e, rem > 0, rem, reset, now, l.degraded.Load()), nil
+	return l.decision(e, rem > 0, rem, reset, now, l.degraded.Load())
 }
 
 // validate reports what is wrong with a per-key limit.

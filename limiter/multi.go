@@ -211,3 +211,32 @@ func (l *Limiter) askAll(ctx context.Context, es []*entry, now, giveUp int64, qs
 	}
 	return as, nil
 }
+
+// CheckLimits is Check under several limits: whether a request of cost 0
+// for key is over any of lims, counting nothing. Its Decision describes
+// the first limit that is over, or else the one with the least left
+// (Decision.Bound). One limit is Check.
+func (l *Limiter) CheckLimits(ctx context.Context, key string, lims []Limit) (Decision, error) {
+	if len(lims) == 1 {
+		return l.Check(ctx, key, lims[0])
+	}
+	if err := l.validateLimits(lims); err != nil {
+		return Decision{}, err
+	}
+	key = l.keyName(key)
+	if l.info.CheckOnly {
+		return l.allowMulti(ctx, key, lims, 0), nil
+	}
+	var bind Decision
+	for i, lim := range lims {
+		d := l.view(partID{key, i + 1}, lim)
+		d.Bound = i
+		if !d.Allowed {
+			return d, nil
+		}
+		if i == 0 || d.Remaining < bind.Remaining {
+			bind = d
+		}
+	}
+	return bind, nil
+}

@@ -82,6 +82,21 @@ type RateLimit struct {
 	Metadata *structpb.Struct
 	// FullKey names the limit in metrics: domain.key_value.key...
 	FullKey string
+	// Also are further limits on the same descriptor, from a rate_limits
+	// list (a fleetlimit extension: its first entry is this limit, the
+	// others these): a request is admitted only if every one admits it,
+	// and counted against them only when it is. Each has its own
+	// RequestsPerUnit, Unit, UnitMultiplier and Name, and nothing else.
+	Also []*RateLimit
+}
+
+// Part returns the i-th of the descriptor's limits: the limit itself, then
+// Also.
+func (r *RateLimit) Part(i int) *RateLimit {
+	if i == 0 {
+		return r
+	}
+	return r.Also[i-1]
 }
 
 // node is one level of a domain's descriptor tree.
@@ -160,13 +175,11 @@ func (r *RateLimit) String() string {
 	if r.Unlimited {
 		b.WriteString("unlimited")
 	} else {
-		fmt.Fprintf(&b, "%d per %v", r.RequestsPerUnit, r.Unit)
-		if r.UnitMultiplier > 1 {
-			fmt.Fprintf(&b, " × %d (%v)", r.UnitMultiplier, r.Window())
-		}
+		r.writeRate(&b)
 	}
-	if r.Name != "" {
-		fmt.Fprintf(&b, ", name %q", r.Name)
+	for _, a := range r.Also {
+		b.WriteString(" and ")
+		a.writeRate(&b)
 	}
 	if len(r.Replaces) > 0 {
 		fmt.Fprintf(&b, ", replaces %s", strings.Join(r.Replaces, ", "))
@@ -186,9 +199,36 @@ func (r *RateLimit) String() string {
 	return b.String()
 }
 
+// writeRate writes the limit's rate and name, e.g. 10 per SECOND, name
+// "burst".
+func (r *RateLimit) writeRate(b *strings.Builder) {
+	fmt.Fprintf(b, "%d per %v", r.RequestsPerUnit, r.Unit)
+	if r.UnitMultiplier > 1 {
+		fmt.Fprintf(b, " × %d (%v)", r.UnitMultiplier, r.Window())
+	}
+	if r.Name != "" {
+		fmt.Fprintf(b, ", name %q", r.Name)
+	}
+}
+
 // Window is the limit's window: UnitMultiplier units.
 func (r *RateLimit) Window() time.Duration {
 	return r.Unit.Duration() * time.Duration(max(r.UnitMultiplier, 1))
+}
+
+// Enforceable reports what keeps c's limits from being enforced under set:
+// several limits on one descriptor (rate_limits) count in exact logs, and
+// so not with window_buckets.
+func (c *Config) Enforceable(set Settings) error {
+	if set.WindowBuckets == 0 {
+		return nil
+	}
+	for _, l := range c.Limits() {
+		if len(l.Also) > 0 {
+			return &ConfigError{File: c.Source, Msg: fmt.Sprintf("%s: several limits (rate_limits) count in exact logs, and window_buckets is %d: remove one or the other", l.FullKey, set.WindowBuckets)}
+		}
+	}
+	return nil
 }
 
 // Domains returns the configured domain names.
@@ -219,4 +259,4 @@ func (e *ConfigError) Error() string {
 
 var validKeys = map[string]bool{"domain": true, "key": true, "value": true, "descriptors": true, "rate_limit": true,
 	"unit": true, "requests_per_unit": true, "unit_multiplier": true, "unlimited": true, "shadow_mode": true, "name": true, "replaces": true,
-	"detailed_metric": true, "quota_mode": true, "value_to_metric": true, "share_threshold": true, "metadata": true}
+	"detailed_metric": true, "quota_mode": true, "value_to_metric": true, "share_threshold": true, "metadata": true, "rate_limits": true}

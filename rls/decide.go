@@ -66,6 +66,7 @@ type descriptor struct {
 	counter string     // its counter (see counterKey)
 	hits    uint64     // what the request adds (0: check only)
 	status  *pb.RateLimitResponse_DescriptorStatus
+	win     time.Duration // the window of the limit its status describes
 }
 
 // resolve finds the limit of every descriptor of req (its override, or the
@@ -190,8 +191,9 @@ func (s *Service) countAll(ctx context.Context, cfg *Config, req *pb.RateLimitRe
 			if err != nil {
 				return status.Errorf(codes.Internal, "descriptor %d: %v", i, err)
 			}
-			used := uint64(d.limit.RequestsPerUnit) - uint64(dec.Remaining)
-			if !dec.Allowed || used+d.hits > uint64(d.limit.RequestsPerUnit) {
+			per := uint64(d.limit.Part(dec.Bound).RequestsPerUnit)
+			used := per - uint64(dec.Remaining)
+			if !dec.Allowed || used+d.hits > per {
 				wouldOver[i], anyOver = true, true
 			}
 		}
@@ -224,19 +226,41 @@ func (s *Service) count(ctx context.Context, d descriptor, add uint64) (limiter.
 		return limiter.Decision{Allowed: false, At: s.lim.Now()}, nil
 	}
 	l := limiter.Limit{Requests: int(lim.RequestsPerUnit), Window: lim.Window(), Buckets: s.lim.WindowBuckets()}
+	if len(lim.Also) > 0 {
+		return s.countSeveral(ctx, d, add)
+	}
 	if add == 0 {
 		return s.lim.Check(ctx, d.counter, l)
 	}
 	return s.lim.AllowLimit(ctx, d.counter, l, int(min(add, math.MaxInt32)))
 }
 
+// countSeveral is count for a descriptor with several limits (rate_limits):
+// admitted only if every one admits it, counted against them only then.
+// Decision.Bound names the limit that binds.
+func (s *Service) countSeveral(ctx context.Context, d descriptor, add uint64) (limiter.Decision, error) {
+	lims := make([]limiter.Limit, 1+len(d.limit.Also))
+	for i := range lims {
+		p := d.limit.Part(i)
+		if p.RequestsPerUnit == 0 { // refuses every request, as a single limit of 0 does
+			return limiter.Decision{Allowed: false, At: s.lim.Now(), Bound: i}, nil
+		}
+		lims[i] = limiter.Limit{Requests: int(p.RequestsPerUnit), Window: p.Window()}
+	}
+	if add == 0 {
+		return s.lim.CheckLimits(ctx, d.counter, lims)
+	}
+	return s.lim.AllowLimits(ctx, d.counter, lims, int(min(add, math.MaxInt32)))
+}
+
 // setStatus fills d's status from its decision and counts its outcome.
 func (s *Service) setStatus(cfg *Config, req *pb.RateLimitRequest, d *descriptor, dec limiter.Decision) {
 	lim := d.limit
+	bound := lim.Part(dec.Bound) // the limit that binds, of several
 	st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK,
-		CurrentLimit: &pb.RateLimitResponse_RateLimit{RequestsPerUnit: lim.RequestsPerUnit,
-			Unit: pb.RateLimitResponse_RateLimit_Unit(lim.Unit), Name: lim.Name},
-		DurationUntilReset: durationpb.New(untilReset(cfg.Settings.WindowKind, lim.Window(), dec))}
+		CurrentLimit: &pb.RateLimitResponse_RateLimit{RequestsPerUnit: bound.RequestsPerUnit,
+			Unit: pb.RateLimitResponse_RateLimit_Unit(bound.Unit), Name: bound.Name},
+		DurationUntilReset: durationpb.New(untilReset(cfg.Settings.WindowKind, bound.Window(), dec))}
 	over := !dec.Allowed
 	outcome := within
 	switch {
@@ -247,11 +271,11 @@ func (s *Service) setStatus(cfg *Config, req *pb.RateLimitRequest, d *descriptor
 		st.Code = pb.RateLimitResponse_OVER_LIMIT
 	default:
 		st.LimitRemaining = uint32(max(dec.Remaining, 0))
-		if float64(uint64(lim.RequestsPerUnit)-uint64(st.LimitRemaining)) >= cfg.Settings.NearRatio*float64(lim.RequestsPerUnit) {
+		if float64(uint64(bound.RequestsPerUnit)-uint64(st.LimitRemaining)) >= cfg.Settings.NearRatio*float64(bound.RequestsPerUnit) {
 			outcome = near
 		}
 	}
-	d.status = st
+	d.status, d.win = st, bound.Window()
 	m := s.metricsFor(cfg)
 	if c := m.domains[req.GetDomain()]; c != nil {
 		c[outcome].Inc()
@@ -347,7 +371,7 @@ func (s *Service) respond(cfg *Config, req *pb.RateLimitRequest, descs []descrip
 		st := d.status
 		resp.Statuses[i] = st
 		if tightest == nil || st.LimitRemaining < tightest.LimitRemaining {
-			tightest, tightWin = st, d.limit.Window()
+			tightest, tightWin = st, d.win
 		}
 		quota := set.QuotaMode || d.limit.QuotaMode
 		if quota {
@@ -359,7 +383,7 @@ func (s *Service) respond(cfg *Config, req *pb.RateLimitRequest, descs []descrip
 		case quota:
 			overQuotas++
 		default:
-			overRate, tightest, tightWin = true, st, d.limit.Window()
+			overRate, tightest, tightWin = true, st, d.win
 		}
 	}
 	if overRate || (quotas > 0 && quotas == overQuotas) {

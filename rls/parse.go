@@ -51,7 +51,10 @@ func ParseFiles(files []File, merge bool) (*Config, error) {
 		return nil, &ConfigError{File: c.Source, Msg: "no domain configured"}
 	}
 	c.FileSettings = c.Settings
-	return c, c.Settings.validate(b.settingsFile)
+	if err := c.Settings.validate(b.settingsFile); err != nil {
+		return c, err
+	}
+	return c, c.Enforceable(c.Settings)
 }
 
 // builder puts files together into one Config.
@@ -193,7 +196,7 @@ func (p parser) descriptors(list *yaml.Node, parent *node, prefix string) error 
 			return p.errf(d, "config error, yaml file contains list of type other than map: %s", d.Value)
 		}
 		var key, value string
-		var rl, children, meta *yaml.Node
+		var rl, rls, children, meta *yaml.Node
 		var shadow, detailed, quota, toMetric, share bool
 		for i := 0; i+1 < len(d.Content); i += 2 {
 			k, v := d.Content[i], d.Content[i+1]
@@ -211,6 +214,8 @@ func (p parser) descriptors(list *yaml.Node, parent *node, prefix string) error 
 				value, err = p.str(v)
 			case "rate_limit":
 				rl = v
+			case "rate_limits":
+				rls = v
 			case "descriptors":
 				children = v
 			case "shadow_mode":
@@ -246,8 +251,17 @@ func (p parser) descriptors(list *yaml.Node, parent *node, prefix string) error 
 			return p.errf(d, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", final)
 		}
 		n := &node{children: map[string]*node{}, valueToMetric: toMetric, shareThreshold: share}
-		if rl != nil {
-			lim, err := p.rateLimit(rl)
+		if rl != nil && rls != nil {
+			return p.errf(rls, "descriptor '%s%s' has both rate_limit and rate_limits: give one limit in rate_limit, or several in rate_limits", prefix, final)
+		}
+		if rl != nil || rls != nil {
+			var lim *RateLimit
+			var err error
+			if rl != nil {
+				lim, err = p.rateLimit(rl)
+			} else {
+				lim, err = p.rateLimits(rls)
+			}
 			if err != nil {
 				return err
 			}
@@ -350,6 +364,50 @@ func (p parser) rateLimit(m *yaml.Node) (*RateLimit, error) {
 		}
 	}
 	return lim, nil
+}
+
+// MaxLimitsPerDescriptor is the most limits a rate_limits list holds.
+const MaxLimitsPerDescriptor = 8
+
+// rateLimits reads a descriptor's rate_limits list, a fleetlimit extension:
+// several limits on one descriptor, each a rate_limit mapping with a unit,
+// requests_per_unit, and optionally unit_multiplier and name; the first is
+// the descriptor's limit, the rest its Also.
+func (p parser) rateLimits(list *yaml.Node) (*RateLimit, error) {
+	if list.Kind != yaml.SequenceNode || len(list.Content) == 0 {
+		return nil, p.errf(list, "rate_limits must be a list of one or more limits, each like rate_limit: {unit: second, requests_per_unit: 10}")
+	}
+	if len(list.Content) > MaxLimitsPerDescriptor {
+		return nil, p.errf(list, "rate_limits holds %d limits: at most %d", len(list.Content), MaxLimitsPerDescriptor)
+	}
+	var first *RateLimit
+	names := map[string]bool{}
+	for i, m := range list.Content {
+		lim, err := p.rateLimit(m)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case lim.Unlimited:
+			return nil, p.errf(m, "rate_limits entry %d is unlimited: a descriptor without a limit needs no list", i+1)
+		case len(lim.Replaces) > 0:
+			return nil, p.errf(m, "rate_limits entry %d replaces other limits: replaces belongs in a single rate_limit", i+1)
+		case lim.Name != "" && names[lim.Name]:
+			return nil, p.errf(m, "rate_limits entry %d: the name %q is taken by another entry", i+1, lim.Name)
+		}
+		names[lim.Name] = lim.Name != ""
+		if first == nil {
+			first = lim
+			continue
+		}
+		for _, o := range append([]*RateLimit{first}, first.Also...) {
+			if o.Window() == lim.Window() {
+				return nil, p.errf(m, "rate_limits entry %d: two limits of one window (%v) on one descriptor: keep the lower", i+1, lim.Window())
+			}
+		}
+		first.Also = append(first.Also, lim)
+	}
+	return first, nil
 }
 
 // metadata converts a descriptor's metadata mapping (nil: none) to the

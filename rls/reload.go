@@ -162,6 +162,12 @@ func reload(src Source, s *Service, log *slog.Logger, failed *[32]byte) {
 		log.Warn("fleetlimit: the fleetlimit section changed; it takes effect at the next restart", "source", src.Path)
 	}
 	cfg.Settings = s.Config().Settings
+	if err := cfg.Enforceable(cfg.Settings); err != nil {
+		*failed = sum
+		s.CountReload(false)
+		log.Error("fleetlimit: config reload failed; keeping the previous config", "error", err)
+		return
+	}
 	s.SetConfig(cfg)
 	s.CountReload(true)
 	log.Info("fleetlimit: config reloaded", "source", src.Path, "files", len(files), "domains", len(cfg.Domains()))

@@ -172,6 +172,9 @@ feature fleetlimit lacks is refused by name. See docs/serve.md.`,
 			if err := sf.settings(cmd.Flags(), &cfg.Settings); err != nil {
 				return usageError{err}
 			}
+			if err := cfg.Enforceable(cfg.Settings); err != nil {
+				return usageError{err}
+			}
 			if sf.grpcOpts, err = grpcCredentials(sf); err != nil {
 				return usageError{err}
 			}

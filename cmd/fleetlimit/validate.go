@@ -51,8 +51,13 @@ func describe(cmd *cobra.Command, path string, cfg *rls.Config) {
 	domains := cfg.Domains()
 	sort.Strings(domains)
 	fmt.Fprintf(w, "%s: valid: %d domain(s): %v\n", path, len(domains), domains)
+	several := false
 	for _, l := range cfg.Limits() {
 		fmt.Fprintf(w, "  %s: %v\n", l.FullKey, l)
+		several = several || len(l.Also) > 0
+	}
+	if several {
+		fmt.Fprintln(w, "  (rate_limits, a fleetlimit extension envoyproxy/ratelimit does not read: a request is admitted only if every limit of the list admits it, and counted against them all only then)")
 	}
 	s := cfg.Settings
 	fleet := fmt.Sprintf("gateway %d of %d", s.Gateway, s.Gateways)
