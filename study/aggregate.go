@@ -34,6 +34,8 @@ type Mean struct {
 	Seeds    int
 	Requests int64 // summed over seeds
 	sim.Figures
+	// against the first of sim.Params.Limits, when the runs have one
+	AlsoAdmittedX, AlsoWorstWindowX float64
 }
 
 // table holds every cell's means.
@@ -47,10 +49,16 @@ func aggregate(rows []Row) table {
 		m.Seeds++
 		m.Requests += r.Requests
 		m.Add(r.Figures)
+		if len(r.Limits) > 0 {
+			m.AlsoAdmittedX += r.Limits[0].AdmittedX
+			m.AlsoWorstWindowX += r.Limits[0].WorstWindowX
+		}
 		t[c] = m
 	}
 	for c, m := range t {
 		m.Div(float64(m.Seeds))
+		m.AlsoAdmittedX /= float64(m.Seeds)
+		m.AlsoWorstWindowX /= float64(m.Seeds)
 		t[c] = m
 	}
 	return t

@@ -143,6 +143,9 @@ func Grid() []Run {
 	for _, name := range BeyondDesigns() {
 		runs = append(runs, counterRuns(name)...)
 	}
+	for _, name := range BeyondDesigns() {
+		runs = append(runs, limitRuns(name)...)
+	}
 	return runs
 }
 
@@ -232,7 +235,7 @@ func Quick() []Run {
 	var runs []Run
 	for _, r := range Grid() {
 		p := r.Params
-		if r.Part == PartBeyond || r.Part == PartCounters {
+		if r.Part == PartBeyond || r.Part == PartCounters || r.Part == PartLimits {
 			if p.Seed == 1 && p.Gateways == refK {
 				runs = append(runs, r)
 			}
@@ -325,10 +328,8 @@ func checkFilterValue(key, v string) error {
 			return fmt.Errorf("filter: %w", err)
 		}
 	case "part":
-		switch v {
-		case PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond, PartCounters:
-		default:
-			return fmt.Errorf("filter part=%s: want %s, %s, %s, %s, %s or %s", v, PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond, PartCounters)
+		if !slices.Contains(Parts, v) {
+			return fmt.Errorf("filter part=%s: want %s", v, partsWanted())
 		}
 	}
 	return nil

@@ -132,6 +132,7 @@ func Build(rows []Row) Report {
 	s.beyond()
 	s.headroom()
 	s.counters()
+	s.limits()
 	rep.Markdown = b.String()
 	if s.reduced {
 		rep.Markdown = noteReduced(rep.Markdown)
@@ -496,7 +497,7 @@ func writeTable(b *strings.Builder, head []string, rows [][]string) {
 
 func partsLine(parts map[string]int) string {
 	var names []string
-	for _, p := range []string{PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond, PartCounters} {
+	for _, p := range Parts {
 		if parts[p] > 0 {
 			names = append(names, fmt.Sprintf("%d %s", parts[p], p))
 		}

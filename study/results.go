@@ -5,7 +5,9 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/sim"
@@ -76,7 +78,8 @@ func Execute(ctx context.Context, runs []Run, opt Options) (rows []Row, complete
 var header = []string{"part", "design", "gateways", "sync", "limit", "window", "window_kind", "traffic", "routing",
 	"duration", "aligned_sync", "seed", "requests", "admitted", "rejected", "round_trips", "syncs",
 	"admitted_x", "worst_window_x", "worst_fixed_window_x", "rejected_pct", "round_trip_pct", "stranded_x",
-	"faults", "attack_window_x", "first_rejected_before_pct", "first_rejected_after_pct"}
+	"faults", "attack_window_x", "first_rejected_before_pct", "first_rejected_after_pct",
+	"also_limits", "also_admitted_x", "also_worst_window_x"}
 
 func ff(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
@@ -95,6 +98,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 			strconv.FormatInt(r.RoundTrips, 10), strconv.FormatInt(r.Syncs, 10),
 			ff(r.AdmittedX), ff(r.WorstWindowX), ff(r.WorstFixedWindowX), ff(r.RejectedPct), ff(r.RoundTripPct), ff(r.StrandedX),
 			p.Faults.String(), ff(r.AttackWindowX), ff(r.FirstBeforePct), ff(r.FirstAfterPct)}
+		rec = append(rec, alsoColumns(r.Result)...)
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -104,8 +108,49 @@ func WriteCSV(w io.Writer, rows []Row) error {
 }
 
 // studyColumns are the columns of results written before the beyond part
-// (no faults, one traffic), which ReadCSV still reads.
-const studyColumns = 23
+// (no faults, one traffic), and beyondColumns before the limits part (one
+// limit per key), which ReadCSV still reads.
+const (
+	studyColumns  = 23
+	beyondColumns = 27
+)
+
+// alsoColumns are a run's further limits (sim.Params.Limits, ";" between
+// them) and its figures against each.
+func alsoColumns(r sim.Result) []string {
+	var lims, adm, worst []string
+	for i, l := range r.Params.Limits {
+		lims = append(lims, l.String())
+		adm = append(adm, ff(r.Limits[i].AdmittedX))
+		worst = append(worst, ff(r.Limits[i].WorstWindowX))
+	}
+	return []string{strings.Join(lims, ";"), strings.Join(adm, ";"), strings.Join(worst, ";")}
+}
+
+// parseAlso reads alsoColumns into r.
+func parseAlso(r *Row, rec []string) error {
+	if rec[0] == "" {
+		return nil
+	}
+	lims, adm, worst := strings.Split(rec[0], ";"), strings.Split(rec[1], ";"), strings.Split(rec[2], ";")
+	if len(adm) != len(lims) || len(worst) != len(lims) {
+		return fmt.Errorf("also_limits %q: %d limits, %d admitted_x, %d worst_window_x", rec[0], len(lims), len(adm), len(worst))
+	}
+	for i, s := range lims {
+		l, err := sim.ParseLimit(s)
+		if err != nil {
+			return err
+		}
+		a, err1 := strconv.ParseFloat(adm[i], 64)
+		w, err2 := strconv.ParseFloat(worst[i], 64)
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("also figures %q, %q: not numbers", adm[i], worst[i])
+		}
+		r.Params.Limits = append(r.Params.Limits, l)
+		r.Limits = append(r.Limits, sim.LimitResult{Limit: l.String(), AdmittedX: a, WorstWindowX: w})
+	}
+	return nil
+}
 
 // ReadCSV reads what WriteCSV wrote, or the shorter results.csv of earlier
 // versions. name is used in error messages.
@@ -116,7 +161,7 @@ func ReadCSV(r io.Reader, name string) ([]Row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if len(head) != len(header) && len(head) != studyColumns {
+	if len(head) != len(header) && len(head) != beyondColumns && len(head) != studyColumns {
 		return nil, fmt.Errorf("%s: %d columns, want %d: not a fleetlimit results file", name, len(head), len(header))
 	}
 	cr.FieldsPerRecord = len(head)
@@ -192,6 +237,9 @@ func parseRow(rec []string) (Row, error) {
 		errs = append(errs, err)
 		r.AttackWindowX, r.FirstBeforePct, r.FirstAfterPct = f64(rec[24]), f64(rec[25]), f64(rec[26])
 	}
+	if len(rec) > beyondColumns {
+		errs = append(errs, parseAlso(&r, rec[beyondColumns:]))
+	}
 	for _, e := range errs {
 		if e != nil {
 			return Row{}, e
@@ -200,10 +248,8 @@ func parseRow(rec []string) (Row, error) {
 	if err := p.Validate(); err != nil {
 		return Row{}, err
 	}
-	switch r.Part {
-	case PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond, PartCounters:
-	default:
-		return Row{}, fmt.Errorf("part %q: want %s, %s, %s, %s, %s or %s", r.Part, PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond, PartCounters)
+	if !slices.Contains(Parts, r.Part) {
+		return Row{}, fmt.Errorf("part %q: want %s", r.Part, partsWanted())
 	}
 	return r, nil
 }

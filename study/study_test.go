@@ -35,14 +35,16 @@ func TestGridRunCount(t *testing.T) {
 		// designs x (window kinds x (honest x seeds + floods x seeds) +
 		// busy window kinds x seeds)
 		PartCounters: 9 * (4*(2*5+2*3) + 2*2),
+		// designs x (floods + honest traffics) x seeds
+		PartLimits: 9 * (4 + 2) * 3,
 	}
 	for p, n := range want {
 		if parts[p] != n {
 			t.Errorf("%s: %d runs, want %d", p, parts[p], n)
 		}
 	}
-	if len(runs) != 15589+702+612+54 {
-		t.Errorf("grid has %d runs, want %d", len(runs), 15589+702+612+54)
+	if len(runs) != 15589+702+612+54+162 {
+		t.Errorf("grid has %d runs, want %d", len(runs), 15589+702+612+54+162)
 	}
 	seen := map[string]bool{}
 	for _, r := range runs {

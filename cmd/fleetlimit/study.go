@@ -27,8 +27,9 @@ func newStudyCmd() *cobra.Command {
 fixed window beside the sliding one, for K in {2,4,8,16,32} gateways and
 Δ in {0.1,0.3,1,3,10} s; then the parts past the study: "beyond" (floods
 aimed at chosen gateways, pulsed and sudden floods, a slow or lossy store,
-restarts, a fleet that changes size) and "counters" (windows in counters
-against the exact log). It writes DIR/results.csv (one row per run),
+restarts, a fleet that changes size), "counters" (windows in counters
+against the exact log) and "limits" (a burst limit of 5 a second beside
+the minute's, on one key). It writes DIR/results.csv (one row per run),
 DIR/summary.json, PNG plots and DIR/report.md.
 
 Runs go in parallel on all cores, the dearest first; runs that see the same
