@@ -64,6 +64,7 @@ type descriptor struct {
 	limit   *RateLimit // nil: no limit applies
 	metric  string     // the limit's name in metrics
 	counter string     // its counter (see counterKey)
+	quota   bool       // counted by the quota limiter (quota.go)
 	hits    uint64     // what the request adds (0: check only)
 	status  *pb.RateLimitResponse_DescriptorStatus
 	win     time.Duration // the window of the limit its status describes
@@ -104,7 +105,8 @@ func resolve(cfg *Config, req *pb.RateLimitRequest) ([]descriptor, error) {
 		}
 		descs[i].limit, descs[i].metric = m.limit, m.metric
 		if m.limit != nil {
-			descs[i].counter = counterKey(cfg.Settings, domain, entries, m.shared, m.limit)
+			descs[i].quota = isQuota(cfg.Settings, m.limit) && cfg.Settings.Design != "central-counter"
+			descs[i].counter = counterKey(cfg.Settings, descs[i].quota, domain, entries, m.shared, m.limit)
 		}
 		if m.limit != nil {
 			for _, r := range m.limit.Replaces {
@@ -130,13 +132,14 @@ func (e pbEntries) At(i int) (string, string) { return e[i].GetKey(), e[i].GetVa
 // value (the shared ones under their wildcard value), as
 // envoyproxy/ratelimit keys its cache. central-counter uses upstream's
 // exact layout, the prefix and "domain_key_value_..._" to which the store
-// adds the window's start; the other designs "domain.key_value.key...|UNIT"
-// (the unit, not the limit: a changed limit keeps the count). One
-// allocation, the key itself.
-func counterKey[E entrySource](set Settings, domain string, es E, shared []string, lim *RateLimit) string {
+// adds the window's start, and so do quota descriptors, which it counts
+// whatever the design (quota.go); the other designs
+// "domain.key_value.key...|UNIT" (the unit, not the limit: a changed limit
+// keeps the count). One allocation, the key itself.
+func counterKey[E entrySource](set Settings, quota bool, domain string, es E, shared []string, lim *RateLimit) string {
 	var buf [256]byte
 	b := buf[:0]
-	upstream := set.Design == "central-counter"
+	upstream := set.Design == "central-counter" || quota
 	if upstream {
 		b = append(append(append(b, set.CacheKeyPrefix...), domain...), '_')
 	} else {
@@ -219,38 +222,47 @@ func (s *Service) countAll(ctx context.Context, cfg *Config, req *pb.RateLimitRe
 	return nil
 }
 
-// count counts add hits against d's counter (0: checks only).
+// count counts add hits against d's counter (0: checks only), on the
+// quota limiter for a quota descriptor.
 func (s *Service) count(ctx context.Context, d descriptor, add uint64) (limiter.Decision, error) {
 	lim := d.limit
 	if lim.RequestsPerUnit == 0 {
 		return limiter.Decision{Allowed: false, At: s.lim.Now()}, nil
 	}
-	l := limiter.Limit{Requests: int(lim.RequestsPerUnit), Window: lim.Window(), Buckets: s.lim.WindowBuckets()}
+	l, buckets := s.lim, s.lim.WindowBuckets()
+	if d.quota {
+		var err error
+		if l, err = s.quotaLimiter(); err != nil {
+			return limiter.Decision{}, err
+		}
+		buckets = 0
+	}
 	if len(lim.Also) > 0 {
-		return s.countSeveral(ctx, d, add)
+		return countSeveral(ctx, l, d, add)
 	}
+	one := limiter.Limit{Requests: int(lim.RequestsPerUnit), Window: lim.Window(), Buckets: buckets}
 	if add == 0 {
-		return s.lim.Check(ctx, d.counter, l)
+		return l.Check(ctx, d.counter, one)
 	}
-	return s.lim.AllowLimit(ctx, d.counter, l, int(min(add, math.MaxInt32)))
+	return l.AllowLimit(ctx, d.counter, one, int(min(add, math.MaxInt32)))
 }
 
-// countSeveral is count for a descriptor with several limits (rate_limits):
-// admitted only if every one admits it, counted against them only then.
-// Decision.Bound names the limit that binds.
-func (s *Service) countSeveral(ctx context.Context, d descriptor, add uint64) (limiter.Decision, error) {
+// countSeveral is count on l for a descriptor with several limits
+// (rate_limits): admitted only if every one admits it, counted against them
+// only then. Decision.Bound names the limit that binds.
+func countSeveral(ctx context.Context, l *limiter.Limiter, d descriptor, add uint64) (limiter.Decision, error) {
 	lims := make([]limiter.Limit, 1+len(d.limit.Also))
 	for i := range lims {
 		p := d.limit.Part(i)
 		if p.RequestsPerUnit == 0 { // refuses every request, as a single limit of 0 does
-			return limiter.Decision{Allowed: false, At: s.lim.Now(), Bound: i}, nil
+			return limiter.Decision{Allowed: false, At: l.Now(), Bound: i}, nil
 		}
 		lims[i] = limiter.Limit{Requests: int(p.RequestsPerUnit), Window: p.Window()}
 	}
 	if add == 0 {
-		return s.lim.CheckLimits(ctx, d.counter, lims)
+		return l.CheckLimits(ctx, d.counter, lims)
 	}
-	return s.lim.AllowLimits(ctx, d.counter, lims, int(min(add, math.MaxInt32)))
+	return l.AllowLimits(ctx, d.counter, lims, int(min(add, math.MaxInt32)))
 }
 
 // setStatus fills d's status from its decision and counts its outcome.
@@ -260,7 +272,7 @@ func (s *Service) setStatus(cfg *Config, req *pb.RateLimitRequest, d *descriptor
 	st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK,
 		CurrentLimit: &pb.RateLimitResponse_RateLimit{RequestsPerUnit: bound.RequestsPerUnit,
 			Unit: pb.RateLimitResponse_RateLimit_Unit(bound.Unit), Name: bound.Name},
-		DurationUntilReset: durationpb.New(untilReset(cfg.Settings.WindowKind, bound.Window(), dec))}
+		DurationUntilReset: durationpb.New(untilReset(d.windowKind(cfg.Settings), bound.Window(), dec))}
 	over := !dec.Allowed
 	outcome := within
 	switch {
@@ -336,6 +348,15 @@ func (s *Service) metricsFor(cfg *Config) *boundMetrics {
 	}
 	s.bound.Store(m)
 	return m
+}
+
+// windowKind is the kind of d's window: fixed for a quota, which upstream's
+// algorithm counts, else the settings'.
+func (d *descriptor) windowKind(set Settings) window.Kind {
+	if d.quota {
+		return window.Fixed
+	}
+	return set.WindowKind
 }
 
 // untilReset is a descriptor's duration_until_reset: for a fixed window

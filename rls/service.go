@@ -39,6 +39,7 @@ type Service struct {
 	bound    atomic.Pointer[boundMetrics]
 	health   *health.Server
 	draining atomic.Bool
+	quota    quotaState
 }
 
 // NewService returns a Service over lim with cfg, its metrics in a new

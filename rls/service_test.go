@@ -82,7 +82,7 @@ func serveWith(t *testing.T, src string, lc limiter.Config) (pb.RateLimitService
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close(); gs.Stop(); lim.Close() })
+	t.Cleanup(func() { conn.Close(); gs.Stop(); svc.Close(); lim.Close() })
 	return pb.NewRateLimitServiceClient(conn), svc
 }
 

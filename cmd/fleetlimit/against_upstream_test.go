@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 )
@@ -94,5 +96,41 @@ func TestAgainstUpstreamMigration(t *testing.T) {
 	}
 	if admitted != 10 {
 		t.Fatalf("a mixed fleet of upstream and central-counter admitted %d of 30 on a limit of 10 an hour, want 10", admitted)
+	}
+}
+
+// checkSequence sends, for key2 (20 a minute) of domain "another", a
+// request of 20 hits, a check (hits_addend 0) with the limit reached, one
+// hit more and a check past it, and returns each answer's code.
+func checkSequence(t *testing.T, s *upstreamServe, value string) []pb.RateLimitResponse_Code {
+	avoidMinuteEdge()
+	var codes []pb.RateLimitResponse_Code
+	for _, hits := range []uint64{20, 0, 1, 0} {
+		d := &rlv3.RateLimitDescriptor{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "key2", Value: value}}, HitsAddend: wrapperspb.UInt64(hits)}
+		codes = append(codes, s.call(t, &pb.RateLimitRequest{Domain: "another", Descriptors: []*rlv3.RateLimitDescriptor{d}}).Statuses[0].Code)
+	}
+	return codes
+}
+
+// A check (hits_addend 0) with the limit reached, on envoyproxy/ratelimit
+// itself and on fleetlimit: upstream answers OK (over means the count past
+// the limit, src/limiter/base_limiter.go), and so does central-counter,
+// its algorithm; fleetlimit's other designs never count past the limit,
+// and answer OVER_LIMIT once it is reached (docs/serve.md, "Checks"). One
+// hit more is over everywhere, and so is the check after it upstream and
+// on central-counter, which counted the refused hit.
+func TestCheckOnlyAtTheLimitAgainstUpstream(t *testing.T) {
+	srv := redistest.Start(t)
+	want := fmt.Sprint(checkSequence(t, startUpstream(t, srv.Addr, "CACHE_KEY_PREFIX=up_"), "a"))
+	if want != "[OK OK OVER_LIMIT OVER_LIMIT]" {
+		t.Fatalf("upstream answered %s: the pinned version's rule changed", want)
+	}
+	counter := startUpstreamServe(t, "REDIS_URL="+srv.Addr, "FLEETLIMIT_DESIGN=central-counter", "CACHE_KEY_PREFIX=cc_")
+	if got := fmt.Sprint(checkSequence(t, counter, "a")); got != want {
+		t.Errorf("central-counter answered %s, upstream %s", got, want)
+	}
+	own := startUpstreamServe(t, "REDIS_URL="+srv.Addr, "FLEETLIMIT_DESIGN=central-log")
+	if got := fmt.Sprint(checkSequence(t, own, "a")); got != "[OK OVER_LIMIT OVER_LIMIT OVER_LIMIT]" {
+		t.Errorf("central-log answered %s, want the check at the limit over", got)
 	}
 }

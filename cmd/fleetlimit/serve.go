@@ -529,6 +529,9 @@ func serve(ctx context.Context, sf serveFlags, src rls.Source, cfg *rls.Config, 
 		ms.Shutdown(sctx)
 	}
 	gs.GracefulStop()
+	if err := svc.Close(); err != nil {
+		log.Error("fleetlimit serve: the quota limiter's final sync failed", "error", err)
+	}
 	if err := lim.Close(); err != nil {
 		log.Error("fleetlimit serve: final sync failed; unsynced admits are lost", "error", err)
 	}

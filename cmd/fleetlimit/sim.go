@@ -28,6 +28,7 @@ type simFlags struct {
 	asJSON                  bool
 	keyDist                 string
 	timeline, timelineUntil time.Duration
+	alsoLimits              []string
 }
 
 func newSimCmd() *cobra.Command {
@@ -77,7 +78,8 @@ entries held.`,
   fleetlimit sim --design extrapolate --traffic steady:0.8,flood:100@1+20m --duration 40m
   fleetlimit sim --design shared-counter --traffic flood:100 --duration 20m --rtt 10ms --sync-loss 0.1
   fleetlimit sim --design central-log --gateways 8 --traffic steady:0.8 --duration 20m --outage 10m+1m --forget 15m
-  fleetlimit sim --design headroom --keys 1000 --key-dist zipf:1.1 --traffic steady:0.5 --duration 10m`,
+  fleetlimit sim --design headroom --keys 1000 --key-dist zipf:1.1 --traffic steady:0.5 --duration 10m
+  fleetlimit sim --design headroom --traffic flood:100 --also-limit 5/1s --duration 20m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := sf.parse(cmd.Flags().Changed); err != nil {
@@ -117,6 +119,14 @@ func (sf *simFlags) parse(changed func(string) bool) error {
 	}
 	if err := sf.parseFaults(); err != nil {
 		return usageError{err}
+	}
+	d.Limits = nil
+	for _, s := range sf.alsoLimits {
+		l, err := sim.ParseLimit(s)
+		if err != nil {
+			return usageError{err}
+		}
+		d.Limits = append(d.Limits, l)
 	}
 	if sf.seeds < 1 || sf.seeds > 100000 {
 		return usagef("seeds %d: must be between 1 and 100000", sf.seeds)
@@ -187,6 +197,7 @@ func (sf *simFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&d.Gateways, "gateways", d.Gateways, "K, the number of gateways")
 	f.DurationVar(&d.Sync, "sync", d.Sync, "Δ, each gateway's sync interval")
 	f.IntVar(&d.Limit, "limit", d.Limit, "L, requests allowed per window")
+	f.StringArrayVar(&sf.alsoLimits, "also-limit", nil, "a further limit on the key, N/WINDOW (e.g. 5/1s, repeatable): a request is admitted only if every limit admits it, and the figures against each are printed too (no faults)")
 	f.DurationVar(&d.Window, "window", d.Window, "W, the window length")
 	f.StringVar(&d.LeasePolicy, "lease-policy", "first-come", "lease designs: how the store sizes grants at a sync: first-come (the study's) or max-min (Doorman's max-min fair shares of the room over the gateways' asks)")
 	f.StringVar(&sf.traffic, "traffic", d.Traffic.String(), "steady:F, pageload:F or flood:M, each with optional @N, +T, ~ON/OFF, several joined by commas (see above)")
@@ -233,6 +244,16 @@ type simRun struct {
 	AttackStart   string       `json:"attack_start,omitempty"`
 	AttackWindowX float64      `json:"attack_window_x,omitempty"`
 	Parts         []simRunPart `json:"parts,omitempty"`
+	// against each --also-limit
+	Limits []simRunLimit `json:"also_limits,omitempty"`
+}
+
+// simRunLimit is a run's figures against one further limit.
+type simRunLimit struct {
+	Limit        string  `json:"limit"`
+	Admitted     int64   `json:"admitted"`
+	AdmittedX    float64 `json:"admitted_x"`
+	WorstWindowX float64 `json:"worst_window_x"`
 }
 
 // simRunPart is one traffic's counts in a run.
@@ -253,6 +274,9 @@ func toSimRun(r sim.Result) simRun {
 	}
 	for _, pt := range r.Parts {
 		run.Parts = append(run.Parts, simRunPart{pt.Traffic, pt.Before.Requests, pt.Before.Rejected, pt.During.Requests, pt.During.Rejected})
+	}
+	for _, l := range r.Limits {
+		run.Limits = append(run.Limits, simRunLimit{l.Limit, l.Admitted, l.AdmittedX, l.WorstWindowX})
 	}
 	return run
 }
@@ -347,6 +371,25 @@ func writeSimText(w io.Writer, p sim.Params, results []sim.Result) {
 		fmt.Fprintf(w, "the fallback decided %d of %d requests (%.2f%%) while the store was down\n", fell, reqs, 100*float64(fell)/float64(max(reqs, 1)))
 	}
 	writeParts(w, results)
+	writeLimits(w, results)
+}
+
+// writeLimits prints each run's figures against each further limit, when
+// it has some.
+func writeLimits(w io.Writer, results []sim.Result) {
+	if len(results) == 0 || len(results[0].Limits) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "seed\talso limit\tadmitted\tadmitted_x\tworst_window_x\t")
+	for _, r := range results {
+		for _, l := range r.Limits {
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%.3f\t%.3f\t\n", r.Params.Seed, l.Limit, l.Admitted, l.AdmittedX, l.WorstWindowX)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "a request is admitted only if every limit admits it; each limit's figures are over its own requests per window")
 }
 
 // writeParts prints each traffic's rejections before and after the attack,

@@ -429,16 +429,14 @@ func TestUpstreamScripts(t *testing.T) {
 // when the stream ends, to the service that served it (which the answer's
 // dynamic metadata names). Upstream lets a check pass while the counter
 // equals the limit, and the charge after it puts the counter over, so a
-// quota of N lets N+1 requests through; fleetlimit's own designs never
-// count past the limit and refuse the check once nothing is left, so they
-// let exactly N through. central-counter, upstream's algorithm, does as
-// upstream.
+// quota of N lets N+1 requests through ("a total of 2 requests/minute for
+// service_1 and 3 requests/minute for service_2 is allowed", says
+// multiservice-tokenquota.sh). serve counts quota descriptors with
+// upstream's algorithm whatever its design (rls/quota.go), so every design
+// does as upstream.
 func replayTokenQuota(t *testing.T, s *upstreamServe, design string) {
 	avoidMinuteEdge()
-	extra := 0
-	if design == "central-counter" {
-		extra = 1
-	}
+	const extra = 1
 	check := func(services ...string) *pb.RateLimitResponse {
 		req := &pb.RateLimitRequest{Domain: "rl"}
 		for _, svc := range services {
@@ -466,14 +464,11 @@ func replayTokenQuota(t *testing.T, s *upstreamServe, design string) {
 // checks both services' quotas (1 and 2 a minute) and goes to the first
 // one whose quota passed, named by the answer's dynamic metadata, which is
 // charged when the request ends; once both quotas are spent, the request
-// is refused. Each service serves its quota, plus one under upstream's
-// algorithm (see replayTokenQuota).
+// is refused. Each service serves its quota, plus one (see
+// replayTokenQuota).
 func replayMultiserviceQuota(t *testing.T, s *upstreamServe, design string) {
 	avoidMinuteEdge()
-	extra := 0
-	if design == "central-counter" {
-		extra = 1
-	}
+	const extra = 1
 	var want []string
 	for i := 0; i < 1+extra; i++ {
 		want = append(want, "service_1")
