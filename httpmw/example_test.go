@@ -46,3 +46,27 @@ func ExampleOptions_legacy() {
 	fmt.Println(hd.Get("RateLimit-Limit"), hd.Get("X-RateLimit-Remaining"), hd.Get("RateLimit-Reset"))
 	// Output: 2 1 60
 }
+
+// A burst limit beside a sustained one: RateLimit-Policy lists both, and
+// RateLimit describes the one that binds.
+func ExampleOptions_limits() {
+	l, _ := limiter.New(limiter.Config{})
+	defer l.Close()
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
+	h := httpmw.New(l, httpmw.Options{Key: httpmw.Header("X-API-Key"), Limits: []httpmw.Policy{
+		{Name: "burst", Limit: limiter.Limit{Requests: 2, Window: time.Second}},
+		{Name: "daily", Limit: limiter.Limit{Requests: 250, Window: 24 * time.Hour}},
+	}})(api)
+
+	for i := 0; i < 3; i++ {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("X-API-Key", "alice")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		fmt.Printf("%d %s | %s\n", w.Code, w.Header().Get("RateLimit-Policy"), w.Header().Get("RateLimit"))
+	}
+	// Output:
+	// 200 "burst";q=2;w=1, "daily";q=250;w=86400 | "burst";r=1;t=1
+	// 200 "burst";q=2;w=1, "daily";q=250;w=86400 | "burst";r=0;t=1
+	// 429 "burst";q=2;w=1, "daily";q=250;w=86400 | "burst";r=0;t=1
+}

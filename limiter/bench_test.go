@@ -243,3 +243,32 @@ func BenchmarkAllowRedis(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAllowLimits: one warm key over its limit on the embedded store,
+// as BenchmarkAllow's "over", under one limit (AllowLimit) and under two
+// (AllowLimits: 100 a minute and 1,000 a second, the minute binding), side
+// by side: the price of a second limit.
+func BenchmarkAllowLimits(b *testing.B) {
+	minute := Limit{Requests: 100, Window: time.Minute}
+	two := []Limit{minute, {Requests: 1000, Window: time.Second}}
+	for _, name := range []string{"shared-counter", "headroom", "central-log"} {
+		for _, n := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/limits=%d", name, n), func(b *testing.B) {
+				l, err := New(Config{Design: name, Sync: 100 * time.Millisecond, Logger: quietLog})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer l.Close()
+				ctx := context.Background()
+				for range 200 {
+					l.AllowLimits(ctx, "warm", two[:n], 1)
+				}
+				l.SyncNow(ctx)
+				b.ReportAllocs()
+				for b.Loop() {
+					l.AllowLimits(ctx, "warm", two[:n], 1)
+				}
+			})
+		}
+	}
+}

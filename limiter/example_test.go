@@ -1,0 +1,52 @@
+package limiter_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/limiter"
+)
+
+// One gateway on the embedded store: 2 requests a minute per key.
+func ExampleLimiter_Allow() {
+	l, err := limiter.New(limiter.Config{Limit: 2, Window: time.Minute})
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	for i := 0; i < 3; i++ {
+		d := l.Allow(context.Background(), "alice")
+		fmt.Println(d.Allowed, d.Remaining)
+	}
+	// Output:
+	// true 1
+	// true 0
+	// false 0
+}
+
+// A burst limit beside a daily one: a request the burst limit refuses
+// spends nothing of the day's, and the decision names the limit that binds.
+func ExampleLimiter_AllowLimits() {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC).UnixNano()
+	l, err := limiter.New(limiter.Config{Now: func() int64 { return now }})
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	lims := []limiter.Limit{{Requests: 2, Window: time.Second}, {Requests: 3, Window: 24 * time.Hour}}
+	ctx := context.Background()
+	for i := 0; i < 5; i++ {
+		if i == 3 {
+			now += int64(2 * time.Second)
+		}
+		d, _ := l.AllowLimits(ctx, "acct", lims, 1)
+		fmt.Printf("%v: %d per %v, %d left\n", d.Allowed, d.Limit, d.Window, d.Remaining)
+	}
+	// Output:
+	// true: 2 per 1s, 1 left
+	// true: 2 per 1s, 0 left
+	// false: 2 per 1s, 0 left
+	// true: 3 per 24h0m0s, 0 left
+	// false: 3 per 24h0m0s, 0 left
+}
