@@ -71,7 +71,7 @@ func TestSeveralLimitsAlone(t *testing.T) {
 					continue // central-counter counts refused requests on the limit they passed
 				}
 				k := store.Key{Name: "k", Limit: lim.Requests, Window: spec, Part: i + 1}
-				if got, want := st.Count(k, ck.now()), countSince(admits, spec.Lo(ck.now())); got != want {
+				if got, want := st.Count(k, ck.now()), countFrom(admits, spec.Lo(ck.now())); got != want {
 					t.Errorf("limit %d/%v: the store counts %d, %d were admitted in its window", lim.Requests, lim.Window, got, want)
 				}
 			}
@@ -96,16 +96,6 @@ func worstIn(ts []int64, spec window.Spec) int {
 		best = max(best, n)
 	}
 	return best
-}
-
-func countSince(ts []int64, lo int64) int {
-	n := 0
-	for _, t := range ts {
-		if t >= lo {
-			n++
-		}
-	}
-	return n
 }
 
 func TestSeveralLimitsRefused(t *testing.T) {
@@ -242,7 +232,7 @@ func TestSeveralLimitsFleetOnRedis(t *testing.T) {
 				}
 				// the window at the end, from a whole µs (Redis keeps µs)
 				lo := (end-int64(lim.Window))/1000*1000 + 1000
-				if got, want := countSince(stamps, lo), countSince(admits, lo); got != want {
+				if got, want := countFrom(stamps, lo), countFrom(admits, lo); got != want {
 					t.Errorf("limit %d/%v: Redis logs %d admits in the last window, the gateways admitted %d", lim.Requests, lim.Window, got, want)
 				}
 				if w := worst(slices.Clone(admits), lim.Window); (name == "central-log" || name == "lease-ask") && w > lim.Requests {
