@@ -99,6 +99,42 @@ func DrawRequests(p Params) (*Requests, error) {
 	}
 }
 
+// NewRequests makes the arrivals of run p from a log (a replay): their
+// times in ns from the run's start, ascending and before p.Duration, and
+// their gateways, below p.Gateways. The slices become the Requests'.
+func NewRequests(p Params, t []int64, g []uint16) (*Requests, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if len(t) != len(g) {
+		return nil, fmt.Errorf("requests: %d times and %d gateways", len(t), len(g))
+	}
+	for i := range t {
+		switch {
+		case t[i] < 0 || t[i] >= int64(p.Duration):
+			return nil, fmt.Errorf("requests: arrival %d at %v is outside the run's [0, %v)", i, time.Duration(t[i]), p.Duration)
+		case i > 0 && t[i] < t[i-1]:
+			return nil, fmt.Errorf("requests: arrival %d at %v comes before the one before it (%v)", i, time.Duration(t[i]), time.Duration(t[i-1]))
+		case int(g[i]) >= p.Gateways:
+			return nil, fmt.Errorf("requests: arrival %d at gateway %d of %d", i, g[i], p.Gateways)
+		}
+	}
+	return &Requests{key: p.Key(), t: t, g: g}, nil
+}
+
+// RunRequestsTrace is RunRequests reporting every decision to trace (nil:
+// none), whatever the number of requests.
+func RunRequestsTrace(p Params, rq *Requests, trace Trace) (Result, error) {
+	if rq == nil {
+		return Result{}, fmt.Errorf("run %v: no requests given", p)
+	}
+	if p.Key() != rq.key {
+		return Result{}, fmt.Errorf("run %v: the requests given were made for another run (%+v)", p, rq.key)
+	}
+	res, _, err := runOn(p, rq, trace, modeAuto)
+	return res, err
+}
+
 // Len is the number of requests.
 func (rq *Requests) Len() int { return len(rq.t) }
 

@@ -1,0 +1,273 @@
+// Package accesslog reads access logs as real servers write them, one
+// request a line, for a replay through the designs: the Common and Combined
+// Log Formats (Apache, nginx's default), JSON lines with named fields
+// (nginx's and Envoy's JSON logs), Envoy's default text format, and a plain
+// CSV of time, key, and optionally gateway and cost. A gzipped log is read
+// as it is (Open).
+//
+// It streams: memory does not grow with the log. A line it cannot read is
+// counted and the first few kept with their line numbers, never fatal
+// unless the caller says so; it never guesses a field it cannot find.
+package accesslog
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Format is a log's line format.
+type Format int
+
+// The formats.
+const (
+	CSV      Format = iota + 1 // time,key[,gateway][,cost], an optional header line
+	Common                     // host ident user [time] "request" status bytes
+	Combined                   // Common, then "referer" "user-agent"
+	JSON                       // one JSON object a line; fields by name (Options.TimeField)
+	Envoy                      // Envoy's default access log format
+)
+
+var formatNames = map[string]Format{"csv": CSV, "common": Common, "combined": Combined, "json": JSON, "envoy": Envoy}
+
+// ParseFormat reads a format's name: csv, common, combined, json or envoy.
+func ParseFormat(s string) (Format, error) {
+	if f, ok := formatNames[strings.ToLower(s)]; ok {
+		return f, nil
+	}
+	return 0, fmt.Errorf("log format %q: want csv, common, combined, json or envoy", s)
+}
+
+// String is the format's name.
+func (f Format) String() string {
+	for n, v := range formatNames {
+		if v == f {
+			return n
+		}
+	}
+	return "unknown"
+}
+
+// Options say how to read a log.
+type Options struct {
+	Format Format
+	// Key names the rate-limited key of a line (ParseKey): default the
+	// client's address ("ip") for the text formats, the "key" column for
+	// CSV.
+	Key Key
+	// TimeField is a JSON log's time field (default "time"): RFC 3339, the
+	// Common Log Format's time, or seconds since 1970 as a number.
+	TimeField string
+	// Gateway, when set, names the field that says which gateway served
+	// the line (a JSON field, or "upstream-host" in Envoy's format; CSV's
+	// third column). Empty: the replay routes requests itself.
+	Gateway string
+	// MaxBad, when > 0, makes the MaxBad-th unreadable line an error.
+	MaxBad int
+	// Client fills Line.Client with the client's address (text formats).
+	Client bool
+}
+
+// Line is one request of the log.
+type Line struct {
+	Number  int    // 1 for the file's first line
+	Time    int64  // Unix nanoseconds
+	Key     string // the rate-limited key
+	Gateway string // the gateway field's value, "" without one
+	Cost    int    // at least 1
+	Client  string // the client's address, with Options.Client
+}
+
+// BadLine is a line the reader could not read.
+type BadLine struct {
+	Number int
+	Reason string
+}
+
+// ShownBad is how many bad lines a Reader keeps.
+const ShownBad = 5
+
+// Reader reads a log line by line. It is not safe for concurrent use.
+type Reader struct {
+	opt   Options
+	sc    *bufio.Scanner
+	n     int // line number
+	bad   int
+	shown []BadLine
+	f     []string // a text line's fields, reused line to line
+	// the last text time parsed, and its value
+	lastTS string
+	lastT  int64
+	file   *countingReader // the bytes read of the file, for progress
+}
+
+// MaxLine is the longest line read: a longer one ends the read with an
+// error, since nothing after it can be trusted to start a line.
+const MaxLine = 1 << 20
+
+// NewReader reads the log from r with opt.
+func NewReader(r io.Reader, opt Options) (*Reader, error) {
+	if opt.Format < CSV || opt.Format > Envoy {
+		return nil, errors.New("accesslog: no format given")
+	}
+	if opt.TimeField == "" {
+		opt.TimeField = "time"
+	}
+	if opt.Key.parts == nil {
+		k := "ip"
+		if opt.Format == CSV {
+			k = "key"
+		}
+		opt.Key, _ = ParseKey(k)
+	}
+	if err := opt.Key.check(opt.Format); err != nil {
+		return nil, err
+	}
+	if opt.Gateway != "" && opt.Format != JSON && opt.Format != CSV && !(opt.Format == Envoy && opt.Gateway == "upstream-host") {
+		return nil, fmt.Errorf("accesslog: a %v log names no gateway field %q (json: any field; envoy: upstream-host; csv: its third column)", opt.Format, opt.Gateway)
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), MaxLine)
+	return &Reader{opt: opt, sc: sc}, nil
+}
+
+// Open opens a log file, gunzipping it when it is gzipped, and returns a
+// Reader of it, the file's size in bytes (see Reader.Read) and its closer.
+func Open(path string, opt Options) (*Reader, int64, func() error, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, err
+	}
+	cf := &countingReader{r: f}
+	br := bufio.NewReaderSize(cf, 256<<10)
+	var r io.Reader = br
+	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			f.Close()
+			return nil, 0, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		r = zr
+	}
+	rd, err := NewReader(r, opt)
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, err
+	}
+	rd.file = cf
+	return rd, st.Size(), f.Close, nil
+}
+
+// Read returns the bytes of the file read so far (compressed, for a
+// gzipped one), beside its size for progress; 0 for a Reader not made by
+// Open.
+func (r *Reader) Read() int64 {
+	if r.file == nil {
+		return 0
+	}
+	return r.file.n
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Next reads the next line that holds a request. It returns io.EOF at the
+// end, and an error only for a failed read or, with Options.MaxBad, too
+// many bad lines.
+func (r *Reader) Next(l *Line) error {
+	for r.sc.Scan() {
+		r.n++
+		b := r.sc.Bytes()
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		why := r.parse(b, l)
+		if why == "" {
+			l.Number = r.n
+			return nil
+		}
+		if why == skip {
+			continue
+		}
+		r.bad++
+		if len(r.shown) < ShownBad {
+			r.shown = append(r.shown, BadLine{r.n, why})
+		}
+		if r.opt.MaxBad > 0 && r.bad >= r.opt.MaxBad {
+			return fmt.Errorf("line %d: %s (%d unreadable lines)", r.n, why, r.bad)
+		}
+	}
+	if err := r.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("line %d: longer than %d bytes", r.n+1, MaxLine)
+		}
+		return err
+	}
+	return io.EOF
+}
+
+// skip marks a line that holds no request (CSV's header).
+const skip = "\x00skip"
+
+// Bad returns how many lines could not be read, and the first few.
+func (r *Reader) Bad() (int, []BadLine) { return r.bad, r.shown }
+
+// Lines is how many lines have been read.
+func (r *Reader) Lines() int { return r.n }
+
+// parse reads line b into l, or says why it cannot.
+func (r *Reader) parse(b []byte, l *Line) string {
+	*l = Line{Cost: 1}
+	switch r.opt.Format {
+	case CSV:
+		return r.parseCSV(b, l)
+	case JSON:
+		return r.parseJSON(b, l)
+	}
+	return r.parseText(b, l)
+}
+
+// parseTime reads a text time, reusing the last one's value when the
+// text is the same (a busy log's lines share their second).
+func (r *Reader) parseTime(s string, layout string) (int64, bool) {
+	if s == r.lastTS && s != "" {
+		return r.lastT, true
+	}
+	t, err := time.Parse(layout, s)
+	if err != nil {
+		return 0, false
+	}
+	r.lastTS, r.lastT = strings.Clone(s), t.UnixNano()
+	return r.lastT, true
+}
+
+// parseEpoch reads seconds since 1970, with a fraction.
+func parseEpoch(s string) (int64, bool) {
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || x < 0 || x > 1e11 {
+		return 0, false
+	}
+	sec := int64(x)
+	return sec*1e9 + int64((x-float64(sec))*1e9+0.5), true
+}
