@@ -43,14 +43,17 @@ func load(t testing.TB, caddyfile string) error {
 	return caddy.Load(cfg, true)
 }
 
-// get asks url with an API key and returns the status, headers and body.
+// get asks url with an API key and returns the status, headers and body,
+// on a connection of its own: a kept-alive one may belong to a server a
+// reload is shutting down, which closes it under the next request (EOF,
+// seen beside two CPU hogs).
 func get(t testing.TB, url, key string) (int, http.Header, string) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
 	if key != "" {
 		req.Header.Set("X-API-Key", key)
 	}
-	c := &http.Client{Timeout: 5 * time.Second}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	r, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
