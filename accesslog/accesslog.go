@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -105,7 +104,26 @@ type Reader struct {
 	// the last text time parsed, and its value
 	lastTS string
 	lastT  int64
-	file   *countingReader // the bytes read of the file, for progress
+	file   *countingReader   // the bytes read of the file, for progress
+	names  map[string]string // keys and gateways seen lately, to hand out one copy of each
+}
+
+// maxNames bounds the names a Reader keeps to hand out again.
+const maxNames = 1 << 16
+
+// intern returns a copy of s that outlives the line: the one it handed out
+// before for the same text, so that a log's repeated keys cost no
+// allocation each.
+func (r *Reader) intern(s string) string {
+	if c, ok := r.names[s]; ok {
+		return c
+	}
+	if r.names == nil || len(r.names) >= maxNames {
+		r.names = make(map[string]string, 1024)
+	}
+	c := strings.Clone(s)
+	r.names[c] = c
+	return c
 }
 
 // MaxLine is the longest line read: a longer one ends the read with an
@@ -262,12 +280,37 @@ func (r *Reader) parseTime(s string, layout string) (int64, bool) {
 	return r.lastT, true
 }
 
-// parseEpoch reads seconds since 1970, with a fraction.
+// parseEpoch reads seconds since 1970 with a decimal fraction, exactly to
+// the nanosecond (a float64 would lose them); digits past the ninth are
+// below a nanosecond and left out.
 func parseEpoch(s string) (int64, bool) {
-	x, err := strconv.ParseFloat(s, 64)
-	if err != nil || x < 0 || x > 1e11 {
+	sec, frac, dot := strings.Cut(s, ".")
+	if sec == "" || len(sec) > 11 || len(frac) > 18 || (dot && frac == "") {
 		return 0, false
 	}
-	sec := int64(x)
-	return sec*1e9 + int64((x-float64(sec))*1e9+0.5), true
+	for i := 9; i < len(frac); i++ {
+		if frac[i] < '0' || frac[i] > '9' {
+			return 0, false
+		}
+	}
+	var n int64
+	for i := 0; i < len(sec); i++ {
+		c := sec[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	var f int64
+	for i := 0; i < 9; i++ {
+		f *= 10
+		if i < len(frac) {
+			c := frac[i]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			f += int64(c - '0')
+		}
+	}
+	return n*1e9 + f, true
 }

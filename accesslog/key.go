@@ -104,43 +104,56 @@ func (k Key) check(f Format) error {
 	return nil
 }
 
-// text is the key of a text line's tokens, or why there is none.
+// text is the key of a text line's tokens, or why there is none; it may
+// share the line's memory (the caller copies it).
 func (k Key) text(tok []string, lay *textFields, f Format) (string, string) {
+	if len(k.parts) == 1 {
+		return k.part(k.parts[0], tok, lay, f)
+	}
 	var b strings.Builder
 	for i, p := range k.parts {
 		if i > 0 {
 			b.WriteByte('+')
 		}
-		var v string
-		switch p.kind {
-		case "ip":
-			v = tok[0]
-			if f == Envoy {
-				v, _, _ = strings.Cut(tok[lay.headers["x-forwarded-for"]], ",")
-				v = strings.TrimSpace(v)
-			}
-		case "user":
-			v = tok[2]
-		case "method", "path":
-			m, path, ok := requestPath(tok[lay.requestAt])
-			if !ok {
-				return "", "request " + strconv.Quote(tok[lay.requestAt]) + " is not METHOD PATH PROTOCOL"
-			}
-			if v = m; p.kind == "path" {
-				v = path
-				if p.n > 0 {
-					v = prefix(path, p.n)
-				}
-			}
-		case "header":
-			v = tok[lay.headers[p.name]]
-		}
-		if v == "" || v == "-" {
-			return "", "no " + p.kind + map[bool]string{true: " " + p.name}[p.name != ""]
+		v, why := k.part(p, tok, lay, f)
+		if why != "" {
+			return "", why
 		}
 		b.WriteString(v)
 	}
 	return b.String(), ""
+}
+
+// part is one part of a text line's key, or why there is none.
+func (k Key) part(p keyPart, tok []string, lay *textFields, f Format) (string, string) {
+	var v string
+	switch p.kind {
+	case "ip":
+		v = tok[0]
+		if f == Envoy {
+			v, _, _ = strings.Cut(tok[lay.headers["x-forwarded-for"]], ",")
+			v = strings.TrimSpace(v)
+		}
+	case "user":
+		v = tok[2]
+	case "method", "path":
+		m, path, ok := requestPath(tok[lay.requestAt])
+		if !ok {
+			return "", "request " + strconv.Quote(tok[lay.requestAt]) + " is not METHOD PATH PROTOCOL"
+		}
+		if v = m; p.kind == "path" {
+			v = path
+			if p.n > 0 {
+				v = prefix(path, p.n)
+			}
+		}
+	case "header":
+		v = tok[lay.headers[p.name]]
+	}
+	if v == "" || v == "-" {
+		return "", "no " + p.kind + map[bool]string{true: " " + p.name}[p.name != ""]
+	}
+	return v, ""
 }
 
 // json is the key of a JSON line, or why there is none.

@@ -103,19 +103,19 @@ func (r *Reader) parseText(b []byte, l *Line) string {
 	if why != "" {
 		return why
 	}
-	l.Key = key
+	l.Key = r.intern(key)
 	if r.opt.Client {
 		c, why := clientKey.text(tok, lay, r.opt.Format)
 		if why != "" {
 			return why
 		}
-		l.Client = c
+		l.Client = r.intern(c)
 	}
 	if r.opt.Gateway != "" {
 		if l.Gateway = tok[lay.gatewayAt]; l.Gateway == "-" || l.Gateway == "" {
 			return "no " + r.opt.Gateway
 		}
-		l.Gateway = strings.Clone(l.Gateway)
+		l.Gateway = r.intern(l.Gateway)
 	}
 	return ""
 }
@@ -191,12 +191,12 @@ func (r *Reader) parseCSV(b []byte, l *Line) string {
 	if f[1] == "" {
 		return "empty key"
 	}
-	l.Key = strings.Clone(f[1])
+	l.Key = r.intern(f[1])
 	if len(f) >= 3 && r.opt.Gateway != "" {
 		if f[2] == "" {
 			return "empty gateway"
 		}
-		l.Gateway = strings.Clone(f[2])
+		l.Gateway = r.intern(f[2])
 	}
 	if len(f) == 4 {
 		c, err := strconv.Atoi(f[3])
