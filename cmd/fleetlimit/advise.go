@@ -23,6 +23,8 @@ type adviseFlags struct {
 	gateways, syncs, honest, routing, threat string
 	asJSON                                   bool
 	workers, top                             int
+	log                                      adviseLog
+	routingSet                               bool // --routing was given
 }
 
 func newAdviseCmd() *cobra.Command {
@@ -46,14 +48,24 @@ store/s is the store's load under the honest traffic, the fleet's syncs and
 round trips per key per second, held to --max-store-calls. A threat aimed at
 some gateways (flood:M@N) is the easy case for the designs that share by
 syncing: spread_x is the same flood spread over every gateway, so that a
-recommendation made for the first says what the second would do.`,
+recommendation made for the first says what the second would do.
+
+With --log, the traffic is your own: the access log is replayed (as
+fleetlimit replay does) at every K and Δ, every design beside the exact
+limit, and the candidates are ranked on it: worst_window_x is the log's
+worst key's, rejected_pct the requests the exact limit would have admitted,
+round_trip_pct and store/s as above.`,
 		Example: `  fleetlimit advise --gateways 8 --honest steady:0.8 --threat flood:100
   fleetlimit advise --gateways 4,16,32 --threat flood:1000@1 --max-over 1.05 --max-rejected 0.5 --max-round-trips 5
-  fleetlimit advise --gateways 8 --rtt 10ms --sync-loss 0.05 --json`,
+  fleetlimit advise --gateways 8 --rtt 10ms --sync-loss 0.05 --json
+  fleetlimit advise --log access.log.gz --format combined --key ip --gateways 8,16 --limit 100 --window 1m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := af.parse(); err != nil {
+			if err := af.parse(cmd.Flags().Changed); err != nil {
 				return err
+			}
+			if af.log.path != "" {
+				return af.log.run(cmd.OutOrStdout(), &af)
 			}
 			return af.run(cmd.OutOrStdout())
 		},
@@ -63,7 +75,7 @@ recommendation made for the first says what the second would do.`,
 }
 
 // parse reads the flags that need parsing into af.q and checks the question.
-func (af *adviseFlags) parse() error {
+func (af *adviseFlags) parse(changed func(string) bool) error {
 	if err := checkWorkers(af.workers); err != nil {
 		return err
 	}
@@ -74,6 +86,13 @@ func (af *adviseFlags) parse() error {
 	}
 	if q.Syncs, err = parseDurations(af.syncs); err != nil {
 		return usagef("--sync %q: %v", af.syncs, err)
+	}
+	if err := af.log.check(changed); err != nil {
+		return err
+	}
+	af.routingSet = changed("routing")
+	if af.log.path != "" {
+		return af.checkLogQuestion()
 	}
 	if q.Honest, err = sim.ParseTraffic(af.honest); err != nil {
 		return usageError{err}
@@ -87,6 +106,20 @@ func (af *adviseFlags) parse() error {
 	if af.top < 0 {
 		return usagef("--top %d: must be 0 (all) or more", af.top)
 	}
+	if err := q.Validate(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// checkLogQuestion checks what advise --log takes of the question: the
+// fleet, the limit and the budgets (the log is the traffic).
+func (af *adviseFlags) checkLogQuestion() error {
+	q := af.q
+	if af.top < 0 {
+		return usagef("--top %d: must be 0 (all) or more", af.top)
+	}
+	q.Honest, q.Threat, q.Routing = sim.Traffic{Kind: sim.Steady, Factor: 1}, sim.Traffic{Kind: sim.Flood, Factor: 2}, sim.Even
 	if err := q.Validate(); err != nil {
 		return usageError{err}
 	}
@@ -120,7 +153,7 @@ func (af *adviseFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&q.Limit, "limit", q.Limit, "L, requests allowed per window")
 	f.DurationVar(&q.Window, "window", q.Window, "W, the window")
 	f.StringVar(&af.honest, "honest", "steady:0.8", "the honest traffic you expect: steady:F or pageload:F")
-	f.StringVar(&af.routing, "routing", "uneven", "how the honest traffic reaches the gateways: even or uneven")
+	f.StringVar(&af.routing, "routing", "uneven", "how the honest traffic reaches the gateways: even or uneven (with --log also sticky-key, sticky-client, or log with --gateway-field)")
 	f.StringVar(&af.threat, "threat", "flood:100", "the flood to hold against: flood:M, optionally @N to aim it at N gateways")
 	f.DurationVar(&q.Faults.RTT, "rtt", 0, "the store's round trip (0: instant)")
 	f.Float64Var(&q.Faults.Loss, "sync-loss", 0, "probability that a sync's push, and again its pull, is lost")
@@ -132,6 +165,7 @@ func (af *adviseFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&af.top, "top", 0, "print only the first N (0: all)")
 	f.BoolVar(&af.asJSON, "json", false, "print the ranked candidates as JSON")
 	f.IntVar(&af.workers, "workers", 0, "parallel runs (0: one per core)")
+	af.log.register(f)
 }
 
 func writeAdvice(w io.Writer, q study.Question, cands []study.Candidate, took time.Duration) {

@@ -99,3 +99,41 @@ func TestReplayBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestAdviseOnALog(t *testing.T) {
+	path := shopLog(t)
+	code, stdout, stderr := runCLI("advise", "--log", path, "--format", "combined", "--gateways", "2,4", "--sync", "1s,3s",
+		"--limit", "60", "--max-over", "1.05", "--json")
+	var cands []struct {
+		Design       string  `json:"design"`
+		Sync         string  `json:"sync"`
+		Fits         bool    `json:"fits"`
+		WorstWindowX float64 `json:"worst_window_x"`
+		RejectedPct  float64 `json:"rejected_pct"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &cands) != nil {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	seen := map[string]bool{}
+	for i, c := range cands {
+		seen[c.Design+"@"+c.Sync] = true
+		if c.Design == "central-log" && (c.WorstWindowX != 1 || c.RejectedPct != 0 || c.Sync != "") {
+			t.Errorf("the exact limit against itself: %+v", c)
+		}
+		if i > 0 && c.Fits && !cands[i-1].Fits {
+			t.Errorf("a candidate within budget ranked after one outside: %+v after %+v", c, cands[i-1])
+		}
+	}
+	if !seen["central-log@"] || !seen["headroom@1s"] || !seen["headroom@3s"] || seen["central-log@1s"] {
+		t.Errorf("candidates %v: want every design at each Δ, central-log once", seen)
+	}
+	for _, bad := range [][]string{
+		{"advise", "--log", path, "--format", "combined", "--honest", "steady:1"},
+		{"advise", "--format", "combined"},
+		{"advise", "--log", path},
+	} {
+		if code, _, stderr := runCLI(bad...); code == 0 {
+			t.Errorf("%v was taken: %s", bad[1:], stderr)
+		}
+	}
+}
