@@ -193,6 +193,16 @@ type Info struct {
 	// lets floods through (docs/study.md, "Counter windows"); a driver
 	// warns of such a window.
 	FineBuckets bool
+	// LocalState is true for a design whose decisions depend on what the
+	// deciding gateway has seen even though it never syncs (ratelimit-
+	// cache's local cache of over-limit keys): its runs are not free of
+	// the fleet (sim.Params.FleetFree) though it is NoSync.
+	LocalState bool
+	// Peer is true for another system's algorithm modelled as a design
+	// (Envoy's local rate limit, envoyproxy/ratelimit's local cache): the
+	// study runs it in its peers part, beside its own, and the other parts
+	// leave it out.
+	Peer bool
 	// New builds the design for one gateway from a valid Config.
 	New func(Config) Gateway
 }
@@ -234,6 +244,18 @@ func Sliding() []string {
 	var out []string
 	for _, n := range Names() {
 		if !registry[n].FixedWindow {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Peers returns the registered peers' designs (Info.Peer), in Names'
+// order.
+func Peers() []string {
+	var out []string
+	for _, n := range Names() {
+		if registry[n].Peer {
 			out = append(out, n)
 		}
 	}

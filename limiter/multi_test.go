@@ -64,7 +64,7 @@ func TestSeveralLimitsAlone(t *testing.T) {
 			}
 			for i, lim := range burstAndMinute {
 				spec := window.Spec{Size: lim.Window, Kind: kind}
-				if w := worstIn(admits, spec); w > lim.Requests {
+				if w := worstIn(admits, spec); w > lim.Requests && !info.Peer { // a peer's token bucket holds no window
 					t.Errorf("limit %d/%v: %d admitted in one window", lim.Requests, lim.Window, w)
 				}
 				if kind == window.Fixed {

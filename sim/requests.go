@@ -60,7 +60,7 @@ func (p Params) Shareable() bool {
 // are equal too.
 func (p Params) FleetFree() bool {
 	info, err := design.Lookup(p.Design)
-	return err == nil && info.NoSync && !p.Faults.Active()
+	return err == nil && info.NoSync && !info.LocalState && !p.Faults.Active()
 }
 
 // SyncBlind reports whether run p's requests, decisions and figures do not

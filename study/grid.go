@@ -174,8 +174,16 @@ const (
 
 // BeyondDesigns are the designs the beyond part runs: every registered
 // design that counts in a sliding window, so that a design added later takes
-// part.
-func BeyondDesigns() []string { return design.Sliding() }
+// part, but the peers' (design.Info.Peer), which the peers part runs.
+func BeyondDesigns() []string {
+	var out []string
+	for _, n := range design.Sliding() {
+		if info, _ := design.Lookup(n); !info.Peer {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // Targets are the n of the beyond part's targeted floods at K gateways: one
 // gateway, two, half the fleet and all of it.

@@ -23,6 +23,7 @@ var Pure = map[string][]string{
 	"store/memstore": {"sync"}, // the many-key Store locks; Keys do not
 	"design":         nil,
 	"sim":            nil,
+	"replay":         nil,
 }
 
 // forbiddenImports may not be imported by a pure package at all.
