@@ -146,7 +146,7 @@ func Grid() []Run {
 	for _, name := range BeyondDesigns() {
 		runs = append(runs, limitRuns(name)...)
 	}
-	return runs
+	return append(runs, peerRuns()...)
 }
 
 // The beyond part's axes.
@@ -243,7 +243,7 @@ func Quick() []Run {
 	var runs []Run
 	for _, r := range Grid() {
 		p := r.Params
-		if r.Part == PartBeyond || r.Part == PartCounters || r.Part == PartLimits {
+		if r.Part == PartBeyond || r.Part == PartCounters || r.Part == PartLimits || r.Part == PartPeers {
 			if p.Seed == 1 && p.Gateways == refK {
 				runs = append(runs, r)
 			}

@@ -133,6 +133,7 @@ func Build(rows []Row) Report {
 	s.headroom()
 	s.counters()
 	s.limits()
+	s.peers()
 	rep.Markdown = b.String()
 	if s.reduced {
 		rep.Markdown = noteReduced(rep.Markdown)
@@ -505,10 +506,14 @@ func partsLine(parts map[string]int) string {
 	return strings.Join(names, ", ")
 }
 
+// presentDesigns are the designs of the rows, less those run only in the
+// peers part, which has its own table of them.
 func presentDesigns(rows []Row) []string {
 	have := map[string]bool{}
 	for _, r := range rows {
-		have[r.Params.Design] = true
+		if r.Part != PartPeers {
+			have[r.Params.Design] = true
+		}
 	}
 	var out []string
 	for _, d := range design.Names() {

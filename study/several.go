@@ -16,7 +16,7 @@ import (
 const PartLimits = "limits"
 
 // Parts are the study's parts, in the report's order.
-var Parts = []string{PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond, PartCounters, PartLimits}
+var Parts = []string{PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond, PartCounters, PartLimits, PartPeers}
 
 // partsWanted says which parts there are, for an error message.
 func partsWanted() string {
