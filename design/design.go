@@ -198,6 +198,10 @@ type Info struct {
 	// cache's local cache of over-limit keys): its runs are not free of
 	// the fleet (sim.Params.FleetFree) though it is NoSync.
 	LocalState bool
+	// RateLeases is true for a design whose syncs ask for a rate and are
+	// granted one (Doorman's): its store must grant rates
+	// (memstore.Key.SetRateLeases), which only the simulator's does.
+	RateLeases bool
 	// Peer is true for another system's algorithm modelled as a design
 	// (Envoy's local rate limit, envoyproxy/ratelimit's local cache): the
 	// study runs it in its peers part, beside its own, and the other parts

@@ -20,7 +20,9 @@ func TestGubernatorGlobalAsItsDocsSay(t *testing.T) {
 	spec := window.Spec{Size: time.Minute, Kind: window.Fixed}
 	key := memstore.NewKey(5, spec)
 	info, _ := Lookup("gubernator-global")
-	mk := func(g int) Gateway { return info.New(Config{Limit: 5, Window: spec, Gateways: 2, Gateway: g, Sync: time.Second}) }
+	mk := func(g int) Gateway {
+		return info.New(Config{Limit: 5, Window: spec, Gateways: 2, Gateway: g, Sync: time.Second})
+	}
 	owner, peer := mk(0), mk(1)
 	sync := func(g Gateway, at int64) {
 		Sync(g, at, func(now int64, p *store.Push, pull *store.Pull) { key.SyncTo(now, p, pull) })

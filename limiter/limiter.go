@@ -293,6 +293,9 @@ func New(cfg Config) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if info.Peer {
+		return nil, fmt.Errorf("limiter: design %s models another system's algorithm for the simulator (sim, replay, study); the live limiter runs fleetlimit's designs", cfg.Design)
+	}
 	l := &Limiter{cfg: cfg, info: info, spec: window.Spec{Size: cfg.Window, Kind: cfg.WindowKind, Buckets: cfg.WindowBuckets},
 		stop: make(chan struct{}), done: make(chan struct{}), evicted: newTombstones(cfg.Tombstones)}
 	l.fleet.Store(&fleet{k: cfg.Gateways, index: cfg.Gateway})

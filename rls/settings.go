@@ -143,8 +143,12 @@ func (s Settings) Validate() error { return s.validate("") }
 
 func (s Settings) validate(file string) error {
 	bad := func(msg string) error { return &ConfigError{File: file, Msg: "fleetlimit settings: " + msg} }
-	if _, err := design.Lookup(s.Design); err != nil {
+	info, err := design.Lookup(s.Design)
+	if err != nil {
 		return bad(err.Error())
+	}
+	if info.Peer {
+		return bad(fmt.Sprintf("design %s models another system's algorithm for the simulator (sim, replay, study); serve runs fleetlimit's designs", s.Design))
 	}
 	if s.WindowKind != window.Fixed && s.WindowKind != window.Sliding {
 		return bad(fmt.Sprintf("window_kind %v: want sliding or fixed", s.WindowKind))

@@ -97,7 +97,11 @@ func (r *runner) newMulti() {
 	p := r.p
 	mr := &multiRun{keys: []*memstore.Key{r.key}, as: make([]store.Answer, 1+len(p.Limits))}
 	for _, l := range p.Limits {
-		mr.keys = append(mr.keys, memstore.NewKey(l.Requests, p.limitSpec(l)))
+		k := memstore.NewKey(l.Requests, p.limitSpec(l))
+		if r.info.RateLeases {
+			k.SetRateLeases()
+		}
+		mr.keys = append(mr.keys, k)
 		q := p
 		q.Limit, q.Window = l.Requests, l.Window
 		mr.meters = append(mr.meters, newMeter(q, false))

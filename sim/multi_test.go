@@ -14,8 +14,12 @@ import (
 func multiDesigns() map[string]window.Kind {
 	out := map[string]window.Kind{}
 	for _, n := range design.Names() {
+		info, _ := design.Lookup(n)
+		if info.Peer { // other systems' algorithms count by their own rules (Kong's refused requests too)
+			continue
+		}
 		out[n] = window.Sliding
-		if info, _ := design.Lookup(n); info.FixedWindow {
+		if info.FixedWindow {
 			out[n] = window.Fixed
 		}
 	}

@@ -406,6 +406,9 @@ func newRunner(p Params, trace Trace) (*runner, error) {
 	if p.LeasePolicy == MaxMin {
 		r.key.SetMaxMinLeases()
 	}
+	if info.RateLeases {
+		r.key.SetRateLeases()
+	}
 	r.src = newMix(p)
 	r.m = newMeter(p, info.Leases)
 

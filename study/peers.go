@@ -32,6 +32,13 @@ var PeerConfigs = []Peer{
 	{"central-counter", refSync, window.Fixed, "envoyproxy/ratelimit without its cache"},
 	{"caddy-distributed", 5 * time.Second, window.Sliding, "default read_interval and write_interval: 5 s"},
 	{"caddy-distributed", refSync, window.Sliding, "intervals of 1 s, the study's Δ"},
+	{"kong-local", refSync, window.Fixed, "the plugin's default strategy, local (sync_rate -1): each node holds L"},
+	{"kong-sync", refSync, window.Fixed, "sync_rate 1 s, the study's Δ, on a shared store"},
+	{"kong-sync0", refSync, window.Fixed, "sync_rate 0: every request counted at the store"},
+	{"gubernator-global", 10 * time.Millisecond, window.Fixed, "GlobalSyncWait 10 ms (its default is 500 µs, below the simulator's least Δ of 1 ms)"},
+	{"gubernator-global", refSync, window.Fixed, "GlobalSyncWait 1 s, the study's Δ"},
+	{"doorman", 5 * time.Second, window.Sliding, "ProportionalShare, refresh interval 5 s (Doorman's typical)"},
+	{"doorman", refSync, window.Sliding, "ProportionalShare, refresh interval 1 s, the study's Δ"},
 	{"central-log", refSync, window.Sliding, "the study's exact design"},
 	{"shared-counter", refSync, window.Sliding, "the study's"},
 	{"headroom", refSync, window.Sliding, "fleetlimit's own"},
@@ -77,7 +84,8 @@ func peerCell(pc Peer, tr string, routing sim.Routing) Cell {
 // peerName names a configuration in the tables.
 func peerName(pc Peer) string {
 	name := pc.Design
-	if pc.Design == "caddy-distributed" {
+	switch pc.Design {
+	case "caddy-distributed", "gubernator-global", "doorman":
 		name += " Δ = " + pc.Sync.String()
 	}
 	if pc.Kind == window.Fixed {

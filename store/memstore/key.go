@@ -93,6 +93,7 @@ type Key struct {
 	// maxMin: syncs grant lease slots by max-min fair shares of the room
 	// over every gateway's last ask (SetMaxMinLeases); demand holds them
 	maxMin bool
+	rates  *rateLeases // Doorman's rate leases (SetRateLeases), or nil
 	demand []int
 
 	tail entries // scratch for merges
@@ -393,6 +394,10 @@ func (k *Key) SyncTo(now int64, p *store.Push, pull *store.Pull) {
 	count := k.count
 	*pull = store.Pull{Count: count, Own: k.own[p.Gateway]}
 	ask := p.Ask
+	if k.rates != nil { // a rate, not slots: nothing outstanding
+		pull.Granted = int(k.rates.rateLease(p.Gateway, float64(k.limit), float64(ask)))
+		ask = 0
+	}
 	if k.maxMin {
 		k.demand[p.Gateway] = p.Ask
 		ask = min(ask, k.fairShare(p.Gateway, k.limit-count))
@@ -531,7 +536,7 @@ func (k *Key) removeEntry(i int) {
 // the simulator's model of a store that forgets.
 func (k *Key) Forget(now int64) {
 	gen := k.gen + 1
-	*k = Key{limit: k.limit, spec: k.spec, now: max(now, k.now), maxMin: k.maxMin, gen: gen}
+	*k = Key{limit: k.limit, spec: k.spec, now: max(now, k.now), maxMin: k.maxMin, rates: k.rates, gen: gen}
 }
 
 // Answer answers a query of gateway gw at now, after applying the push it

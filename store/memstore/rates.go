@@ -1,0 +1,54 @@
+package memstore
+
+// rateLeases are Doorman's rate leases on a key (SetRateLeases): each
+// gateway's last want and the rate it has, in requests per window.
+type rateLeases struct {
+	wants, has []float64
+	known      []bool
+}
+
+// SetRateLeases makes the key's syncs hand out Doorman's rate leases instead
+// of lease slots: a push's Ask is the rate the gateway wants, in requests
+// per window, and the pull's Granted the rate it has from now on (rounded
+// down), by Doorman's ProportionalShare over the key's limit as the
+// capacity (go/server/doorman/algorithm.go). The rates count nothing in the
+// key's log: a gateway admits within its rate on its own.
+func (k *Key) SetRateLeases() { k.rates = &rateLeases{} }
+
+// rateLease assigns gateway gw its rate for wanting w of capacity c, and
+// returns it: what it wants when every want fits, or when it wants no more
+// than its equal share; otherwise its equal share and a share of what the
+// gateways wanting less than theirs leave, in proportion to its want past
+// its equal share; never more than the capacity the others do not have.
+func (r *rateLeases) rateLease(gw int, c, w float64) float64 {
+	for gw >= len(r.wants) {
+		r.wants, r.has, r.known = append(r.wants, 0), append(r.has, 0), append(r.known, false)
+	}
+	r.wants[gw], r.known[gw] = w, true
+	var count, sumWants, sumHas float64
+	for i, ok := range r.known {
+		if ok {
+			count++
+			sumWants += r.wants[i]
+			sumHas += r.has[i]
+		}
+	}
+	unused := c - sumHas + r.has[gw]
+	equal := c / count
+	gets := w
+	if sumWants > c && w > equal {
+		var extraCap, extraNeed float64
+		for i, ok := range r.known {
+			switch {
+			case !ok:
+			case r.wants[i] < equal:
+				extraCap += equal - r.wants[i]
+			default:
+				extraNeed += r.wants[i] - equal
+			}
+		}
+		gets = equal + (w-equal)*(extraCap/extraNeed)
+	}
+	r.has[gw] = max(min(gets, unused), 0)
+	return r.has[gw]
+}
