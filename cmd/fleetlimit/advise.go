@@ -133,6 +133,12 @@ func (af *adviseFlags) run(w io.Writer) error {
 	if err != nil {
 		return runError{err}
 	}
+	return af.print(w, cands, func(cs []study.Candidate) { writeAdvice(w, af.q, cs, time.Since(start)) })
+}
+
+// print keeps the first --top candidates and prints them as JSON with
+// --json, else by text.
+func (af *adviseFlags) print(w io.Writer, cands []study.Candidate, text func([]study.Candidate)) error {
 	if af.top > 0 && af.top < len(cands) {
 		cands = cands[:af.top]
 	}
@@ -141,7 +147,7 @@ func (af *adviseFlags) run(w io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(cands)
 	}
-	writeAdvice(w, af.q, cands, time.Since(start))
+	text(cands)
 	return nil
 }
 

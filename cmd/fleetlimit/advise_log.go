@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -111,17 +110,9 @@ func (al *adviseLog) run(w io.Writer, af *adviseFlags) error {
 	for _, id := range order {
 		cands = append(cands, *byCand[id])
 	}
-	cands = study.Rank(cands, af.q.Budgets)
-	if af.top > 0 && af.top < len(cands) {
-		cands = cands[:af.top]
-	}
-	if af.asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(cands)
-	}
-	writeLogAdvice(w, af, al, passes[0].rep, cands, time.Since(start))
-	return nil
+	return af.print(w, study.Rank(cands, af.q.Budgets), func(cs []study.Candidate) {
+		writeLogAdvice(w, af, al, passes[0].rep, cs, time.Since(start))
+	})
 }
 
 // replayOnce replays the log once, for K gateways at Δ.
