@@ -119,7 +119,7 @@ func checkSequence(t *testing.T, s *upstreamServe, value string) []pb.RateLimitR
 // and answer OVER_LIMIT once it is reached (docs/serve.md, "Checks"). One
 // hit more is over everywhere, and so is the check after it upstream and
 // on central-counter, which counted the refused hit.
-func TestCheckOnlyAtTheLimitAgainstUpstream(t *testing.T) {
+func TestAgainstUpstreamCheckOnlyAtTheLimit(t *testing.T) {
 	srv := redistest.Start(t)
 	want := fmt.Sprint(checkSequence(t, startUpstream(t, srv.Addr, "CACHE_KEY_PREFIX=up_"), "a"))
 	if want != "[OK OK OVER_LIMIT OVER_LIMIT]" {
