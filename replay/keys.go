@@ -16,6 +16,7 @@ type keyState struct {
 	lim  Limit
 	t    []int64 // replayed times, ascending
 	g    []uint16
+	n    []uint16 // the requests' costs; nil while every one is 1
 	last int64
 }
 
@@ -57,10 +58,13 @@ func (p *pending) pop() pendingLine {
 	return l
 }
 
+// MaxCost is the most a request may cost.
+const MaxCost = 1<<16 - 1
+
 // pass takes a line, in time order, into its key's requests.
 func (e *engine) pass(p pendingLine) error {
-	if p.cost != 1 {
-		return fmt.Errorf("line %d: cost %d: the replay runs requests of cost 1 only, for now", p.n, p.cost)
+	if p.cost > MaxCost {
+		return fmt.Errorf("line %d: cost %d: at most %d", p.n, p.cost, MaxCost)
 	}
 	lim := e.opt.Limit
 	if e.opt.LimitOf != nil {
@@ -84,7 +88,7 @@ func (e *engine) pass(p pendingLine) error {
 		if err := e.run(p.key, ks); err != nil {
 			return err
 		}
-		ks.t, ks.g, ks.lim = ks.t[:0], ks.g[:0], lim
+		ks.t, ks.g, ks.n, ks.lim = ks.t[:0], ks.g[:0], nil, lim
 	case ks == nil:
 		if len(e.keys) >= MaxKeysHeld {
 			if err := e.evictOldest(); err != nil {
@@ -94,6 +98,15 @@ func (e *engine) pass(p pendingLine) error {
 		ks = &keyState{lim: lim}
 		e.keys[p.key] = ks
 		e.seen[p.key] = true
+	}
+	if p.cost > 1 && ks.n == nil {
+		ks.n = make([]uint16, len(ks.t), cap(ks.t))
+		for i := range ks.n {
+			ks.n[i] = 1
+		}
+	}
+	if ks.n != nil {
+		ks.n = append(ks.n, uint16(p.cost))
 	}
 	ks.t, ks.g, ks.last = append(ks.t, p.t), append(ks.g, uint16(g)), p.t
 	e.rep.Requests++
@@ -205,13 +218,23 @@ func (e *engine) run(key string, ks *keyState) error {
 	}
 	exact := e.exact[:n]
 	p.Design = Exact
-	rq, err := sim.NewRequests(p, rel, ks.g)
-	if err != nil {
+	var rq *sim.Requests
+	var err error
+	if ks.n == nil { // the simulator's runs take requests of cost 1
+		if rq, err = sim.NewRequests(p, rel, ks.g); err != nil {
+			return fmt.Errorf("key %q: %w", key, err)
+		}
+	} else if err = p.Validate(); err != nil {
 		return fmt.Errorf("key %q: %w", key, err)
 	}
 	for _, d := range e.rep.Designs {
 		p.Design = d
-		f, err := e.runDesign(p, rq, exact, d == Exact)
+		var f Figures
+		if rq != nil {
+			f, err = e.runDesign(p, rq, exact, d == Exact)
+		} else {
+			f, err = runWeighted(p, rel, ks.g, ks.n, exact, d == Exact)
+		}
 		if err != nil {
 			return fmt.Errorf("key %q: %w", key, err)
 		}

@@ -453,6 +453,12 @@ func scheduledSyncs(p Params, info design.Info, phase []int64) int64 {
 	return n
 }
 
+// SyncPhases returns when each of run p's gateways first syncs (gateway i
+// at phase[i] + nΔ) and the order their syncs come round in, as a run of p
+// syncs them: for a driver of the designs outside the simulator (a replay
+// of requests of several costs) that must sync as a run would.
+func SyncPhases(p Params) (phase []int64, order []int) { return syncPhases(p, p.Gateways) }
+
 // ScheduledSyncs returns the Syncs of run p's Result without running it:
 // each gateway's syncs within the run, whether performed or left out.
 func ScheduledSyncs(p Params) (int64, error) {
