@@ -198,10 +198,11 @@ type Info struct {
 	// cache's local cache of over-limit keys): its runs are not free of
 	// the fleet (sim.Params.FleetFree) though it is NoSync.
 	LocalState bool
-	// RateLeases is true for a design whose syncs ask for a rate and are
-	// granted one (Doorman's): its store must grant rates
-	// (memstore.Key.SetRateLeases), which only the simulator's does.
-	RateLeases bool
+	// RateLeases, for a design whose syncs ask for a rate and are granted
+	// one (Doorman's), names the store's algorithm, RateProportional or
+	// RateFair: its store must grant rates (memstore.Key.SetRateLeases),
+	// which only the simulator's does. "" for the others.
+	RateLeases string
 	// Peer is true for another system's algorithm modelled as a design
 	// (Envoy's local rate limit, envoyproxy/ratelimit's local cache): the
 	// study runs it in its peers part, beside its own, and the other parts
@@ -253,6 +254,12 @@ func Sliding() []string {
 	}
 	return out
 }
+
+// Doorman's algorithms for Info.RateLeases.
+const (
+	RateProportional = "proportional"
+	RateFair         = "fair"
+)
 
 // Peers returns the registered peers' designs (Info.Peer), in Names'
 // order.

@@ -10,7 +10,14 @@ func init() {
 		Name:       "doorman",
 		Summary:    "Doorman's rate leases: each gateway asks every Δ for the rate it wants, the store grants one by ProportionalShare, and it admits within its rate alone",
 		Peer:       true,
-		RateLeases: true,
+		RateLeases: RateProportional,
+		New:        newDoorman,
+	})
+	register(Info{
+		Name:       "doorman-fair",
+		Summary:    "Doorman's rate leases by FairShare: each gateway asks every Δ for the rate it wants and admits within the rate it gets",
+		Peer:       true,
+		RateLeases: RateFair,
 		New:        newDoorman,
 	})
 }
@@ -21,8 +28,9 @@ func init() {
 // refresh interval (Δ; Doorman's typical is 5 s, its lease five minutes, so a
 // lease never lapses between refreshes here) it asks for what it wants, its
 // arrivals in the last window, refused ones too, at least one, and the store
-// grants its rate by Doorman's ProportionalShare over every gateway's last
-// want (memstore.Key.SetRateLeases; its tests reproduce Doorman's own). Its
+// grants its rate by Doorman's ProportionalShare (doorman) or FairShare
+// (doorman-fair) over every gateway's last want (memstore.Key.SetRateLeases;
+// its tests reproduce Doorman's own). Its
 // own admits in the sliding window are held to its rate. A rate comes only
 // with a refresh: a gateway's first requests wait for its first lease.
 type doorman struct {

@@ -21,8 +21,8 @@ func runWeighted(p sim.Params, rel []int64, g, cost []uint16, exact []bool, isEx
 	}
 	spec := p.Spec()
 	key := memstore.NewKey(p.Limit, spec)
-	if info.RateLeases {
-		key.SetRateLeases()
+	if info.RateLeases != "" {
+		key.SetRateLeases(info.RateLeases == design.RateFair)
 	}
 	gws := make([]design.Gateway, p.Gateways)
 	for i := range gws {

@@ -98,8 +98,8 @@ func (r *runner) newMulti() {
 	mr := &multiRun{keys: []*memstore.Key{r.key}, as: make([]store.Answer, 1+len(p.Limits))}
 	for _, l := range p.Limits {
 		k := memstore.NewKey(l.Requests, p.limitSpec(l))
-		if r.info.RateLeases {
-			k.SetRateLeases()
+		if r.info.RateLeases != "" {
+			k.SetRateLeases(r.info.RateLeases == design.RateFair)
 		}
 		mr.keys = append(mr.keys, k)
 		q := p

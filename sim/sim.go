@@ -406,8 +406,8 @@ func newRunner(p Params, trace Trace) (*runner, error) {
 	if p.LeasePolicy == MaxMin {
 		r.key.SetMaxMinLeases()
 	}
-	if info.RateLeases {
-		r.key.SetRateLeases()
+	if info.RateLeases != "" {
+		r.key.SetRateLeases(info.RateLeases == design.RateFair)
 	}
 	r.src = newMix(p)
 	r.m = newMeter(p, info.Leases)

@@ -39,6 +39,7 @@ var PeerConfigs = []Peer{
 	{"gubernator-global", refSync, window.Fixed, "GlobalSyncWait 1 s, the study's Δ"},
 	{"doorman", 5 * time.Second, window.Sliding, "ProportionalShare, refresh interval 5 s (Doorman's typical)"},
 	{"doorman", refSync, window.Sliding, "ProportionalShare, refresh interval 1 s, the study's Δ"},
+	{"doorman-fair", 5 * time.Second, window.Sliding, "FairShare, refresh interval 5 s"},
 	{"central-log", refSync, window.Sliding, "the study's exact design"},
 	{"shared-counter", refSync, window.Sliding, "the study's"},
 	{"headroom", refSync, window.Sliding, "fleetlimit's own"},
@@ -85,7 +86,7 @@ func peerCell(pc Peer, tr string, routing sim.Routing) Cell {
 func peerName(pc Peer) string {
 	name := pc.Design
 	switch pc.Design {
-	case "caddy-distributed", "gubernator-global", "doorman":
+	case "caddy-distributed", "gubernator-global", "doorman", "doorman-fair":
 		name += " Δ = " + pc.Sync.String()
 	}
 	if pc.Kind == window.Fixed {

@@ -38,15 +38,15 @@ func TestGridRunCount(t *testing.T) {
 		// designs x (floods + honest traffics) x seeds
 		PartLimits: 9 * (4 + 2) * 3,
 		// configurations x (floods + honest traffics) x seeds
-		PartPeers: 16 * (4 + 2) * 3,
+		PartPeers: 17 * (4 + 2) * 3,
 	}
 	for p, n := range want {
 		if parts[p] != n {
 			t.Errorf("%s: %d runs, want %d", p, parts[p], n)
 		}
 	}
-	if len(runs) != 15589+702+612+54+162+288 {
-		t.Errorf("grid has %d runs, want %d", len(runs), 15589+702+612+54+162+288)
+	if len(runs) != 15589+702+612+54+162+306 {
+		t.Errorf("grid has %d runs, want %d", len(runs), 15589+702+612+54+162+306)
 	}
 	seen := map[string]bool{}
 	for _, r := range runs {

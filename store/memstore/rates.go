@@ -5,15 +5,17 @@ package memstore
 type rateLeases struct {
 	wants, has []float64
 	known      []bool
+	fair       bool // FairShare, not ProportionalShare
 }
 
 // SetRateLeases makes the key's syncs hand out Doorman's rate leases instead
 // of lease slots: a push's Ask is the rate the gateway wants, in requests
 // per window, and the pull's Granted the rate it has from now on (rounded
 // down), by Doorman's ProportionalShare over the key's limit as the
-// capacity (go/server/doorman/algorithm.go). The rates count nothing in the
-// key's log: a gateway admits within its rate on its own.
-func (k *Key) SetRateLeases() { k.rates = &rateLeases{} }
+// capacity (go/server/doorman/algorithm.go), or with fair by its FairShare.
+// The rates count nothing in the key's log: a gateway admits within its
+// rate on its own.
+func (k *Key) SetRateLeases(fair bool) { k.rates = &rateLeases{fair: fair} }
 
 // rateLease assigns gateway gw its rate for wanting w of capacity c, and
 // returns it: what it wants when every want fits, or when it wants no more
@@ -36,7 +38,9 @@ func (r *rateLeases) rateLease(gw int, c, w float64) float64 {
 	unused := c - sumHas + r.has[gw]
 	equal := c / count
 	gets := w
-	if sumWants > c && w > equal {
+	if r.fair {
+		gets = r.fairShare(gw, equal, w)
+	} else if sumWants > c && w > equal {
 		var extraCap, extraNeed float64
 		for i, ok := range r.known {
 			switch {
@@ -51,4 +55,40 @@ func (r *rateLeases) rateLease(gw int, c, w float64) float64 {
 	}
 	r.has[gw] = max(min(gets, unused), 0)
 	return r.has[gw]
+}
+
+// fairShare is Doorman's FairShare for gateway gw wanting w: what it wants
+// up to its equal share; past it, its share of what the gateways wanting
+// less than theirs leave, split equally among those wanting more, and a
+// second round of what those leave in turn.
+func (r *rateLeases) fairShare(gw int, equal, w float64) float64 {
+	if w <= equal {
+		return w
+	}
+	extra, wantExtra := 0.0, 1.0
+	var more []int
+	for i, ok := range r.known {
+		switch {
+		case !ok || i == gw:
+		case r.wants[i] < equal:
+			extra += equal - r.wants[i]
+		case r.wants[i] > equal:
+			wantExtra++
+			more = append(more, i)
+		}
+	}
+	deservedExtra := extra / wantExtra
+	if w < equal+deservedExtra {
+		return w
+	}
+	extraExtra, wantExtraExtra := 0.0, 1.0
+	for _, i := range more {
+		switch {
+		case r.wants[i] < equal+deservedExtra:
+			extraExtra += equal + deservedExtra - r.wants[i]
+		case r.wants[i] > equal+deservedExtra:
+			wantExtraExtra++
+		}
+	}
+	return equal + deservedExtra + extraExtra/wantExtraExtra
 }

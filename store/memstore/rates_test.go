@@ -26,3 +26,23 @@ func TestDoormanProportionalShare(t *testing.T) {
 		}
 	}
 }
+
+// Doorman's own tests of FairShare (TestFairShare, TestFairShareLowerExtra):
+// capacity 120; wants 1000, 60 and 10 get 55, 55 and 10; wants 1000, 50 and
+// 10 get 60, 50 and 10.
+func TestDoormanFairShare(t *testing.T) {
+	for _, c := range []struct{ wants, gets []float64 }{
+		{[]float64{1000, 60, 10}, []float64{55, 55, 10}},
+		{[]float64{1000, 50, 10}, []float64{60, 50, 10}},
+	} {
+		r := &rateLeases{fair: true}
+		for _, w := range c.wants { // the server knows every want first
+			r.wants, r.has, r.known = append(r.wants, w), append(r.has, 0), append(r.known, true)
+		}
+		for gw, want := range c.gets {
+			if got := r.rateLease(gw, 120, c.wants[gw]); got != want {
+				t.Errorf("wants %v, client %d: gets %v, want %v", c.wants, gw, got, want)
+			}
+		}
+	}
+}
