@@ -32,7 +32,7 @@ var Layers = map[string][]string{
 	"grpcmw":                    {"httpmw", "limiter"},
 	"explore":                   {"design", "sim"},
 	"accesslog":                 nil,
-	"replay":                    {"accesslog", "design", "sim", "window"},
+	"replay":                    {"accesslog", "design", "sim", "store", "store/memstore", "window"},
 	"scripts/accesslog-gen":     nil,
 	"contrib/caddy":             {"design", "httpmw", "limiter", "store/redisstore"},
 	"contrib/caddy/cmd/caddy":   {"contrib/caddy"},
