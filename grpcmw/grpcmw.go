@@ -11,6 +11,7 @@ package grpcmw
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net"
 	"strings"
@@ -96,6 +97,12 @@ type Options struct {
 	Skip func(fullMethod string) bool
 	// Policy names the limit in the draft's fields; default "default".
 	Policy string
+	// Limits, when set, decide every call under several limits at once
+	// (limiter.AllowLimits) instead of the Limiter's default: a call goes
+	// on only if every one admits it. ratelimit-policy then lists them all,
+	// and ratelimit names the one that binds. Their names must differ, or
+	// every call fails with INTERNAL.
+	Limits []httpmw.Policy
 	// NoHeaders sends no rate limit metadata (RetryInfo is still sent on
 	// a rejection).
 	NoHeaders bool
@@ -145,8 +152,8 @@ func (opt Options) decide(ctx context.Context, l *limiter.Limiter, method string
 	if opt.Cost != nil {
 		n = opt.Cost(ctx, method)
 	}
-	d, err := l.AllowN(ctx, opt.Key(ctx, method), n)
-	if err != nil { // a Cost below 1: the caller's bug, never a silent admit
+	d, err := opt.allow(ctx, l, method, n)
+	if err != nil { // a Cost below 1, two limits of one name: the caller's bug, never a silent admit
 		return status.Error(codes.Internal, err.Error())
 	}
 	if !opt.NoHeaders {
@@ -160,12 +167,27 @@ func (opt Options) decide(ctx context.Context, l *limiter.Limiter, method string
 	return Rejection(d)
 }
 
+// allow decides a call of cost n under the default limit or opt.Limits.
+func (opt Options) allow(ctx context.Context, l *limiter.Limiter, method string, n int) (limiter.Decision, error) {
+	if len(opt.Limits) == 0 {
+		return l.AllowN(ctx, opt.Key(ctx, method), n)
+	}
+	if err := httpmw.CheckPolicies(opt.Limits); err != nil {
+		return limiter.Decision{}, fmt.Errorf("grpcmw: %w", err)
+	}
+	return l.AllowLimits(ctx, opt.Key(ctx, method), httpmw.Limits(opt.Limits), n)
+}
+
 // metadata is the draft's two fields of a decision, as response metadata.
 func (opt Options) metadata(d limiter.Decision) metadata.MD {
 	reset := int64(math.Ceil(d.Reset.Seconds()))
+	policy, name := httpmw.PolicyField(opt.Policy, uint64(d.Limit), int64(math.Ceil(d.Window.Seconds()))), opt.Policy
+	if len(opt.Limits) > 0 {
+		policy, name = httpmw.Policies(opt.Limits), opt.Limits[d.Bound].Name
+	}
 	return metadata.MD{
-		"ratelimit-policy": {httpmw.PolicyField(opt.Policy, uint64(d.Limit), int64(math.Ceil(d.Window.Seconds())))},
-		"ratelimit":        {httpmw.LimitField(opt.Policy, uint64(max(d.Remaining, 0)), reset)}}
+		"ratelimit-policy": {policy},
+		"ratelimit":        {httpmw.LimitField(name, uint64(max(d.Remaining, 0)), reset)}}
 }
 
 // Rejection is the status error of a rejected decision: RESOURCE_EXHAUSTED

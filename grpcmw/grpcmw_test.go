@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/fleetlimit/fleetlimit/grpcmw"
+	"github.com/fleetlimit/fleetlimit/httpmw"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/limiter"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
@@ -251,5 +252,34 @@ func TestFleetOnRedis(t *testing.T) {
 			}
 			t.Logf("%s: %d of 180 admitted, L = %d", dsg, got, limit)
 		})
+	}
+}
+
+// Several limits on one key: a call goes on only if both admit it, the
+// burst limit's refusal spends nothing of the daily one, ratelimit-policy
+// lists both and ratelimit names the one that binds; two limits of one
+// name fail every call with INTERNAL.
+func TestSeveralLimits(t *testing.T) {
+	lims := []httpmw.Policy{
+		{Name: "burst", Limit: limiter.Limit{Requests: 2, Window: time.Minute}},
+		{Name: "daily", Limit: limiter.Limit{Requests: 3, Window: 24 * time.Hour}},
+	}
+	c := serve(t, newLimiter(t, 100), grpcmw.Options{Key: grpcmw.Metadata("x-api-key"), Limits: lims})
+	const policy = `"burst";q=2;w=60, "daily";q=3;w=86400`
+	for i, want := range []struct {
+		code codes.Code
+		bind string
+	}{{codes.OK, `"burst";r=1`}, {codes.OK, `"burst";r=0`}, {codes.ResourceExhausted, `"burst";r=0`}} {
+		var hd metadata.MD
+		_, err := c.EmptyCall(withKey("carol"), &testpb.Empty{}, grpc.Header(&hd))
+		if status.Code(err) != want.code || len(hd.Get("ratelimit")) != 1 || !strings.HasPrefix(hd.Get("ratelimit")[0], want.bind) ||
+			len(hd.Get("ratelimit-policy")) != 1 || hd.Get("ratelimit-policy")[0] != policy {
+			t.Fatalf("call %d: %v, %v; want %v naming %s", i+1, err, hd, want.code, want.bind)
+		}
+	}
+	lims[1].Name = "burst"
+	bad := serve(t, newLimiter(t, 100), grpcmw.Options{Limits: lims})
+	if _, err := bad.EmptyCall(context.Background(), &testpb.Empty{}); status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "two limits") {
+		t.Fatalf("two limits of one name: %v", err)
 	}
 }

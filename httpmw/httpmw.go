@@ -107,7 +107,7 @@ func New(l *limiter.Limiter, opt Options) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if bad != nil { // the caller's bug: never a silent admit
-				http.Error(w, bad.Error(), http.StatusInternalServerError)
+				http.Error(w, "httpmw: "+bad.Error(), http.StatusInternalServerError)
 				return
 			}
 			n := 1
@@ -129,17 +129,30 @@ func New(l *limiter.Limiter, opt Options) func(http.Handler) http.Handler {
 	}
 }
 
-// check reports what is wrong with opt's Limits: two of one name.
-func (opt Options) check() error {
+// check reports what is wrong with opt's Limits (CheckPolicies).
+func (opt Options) check() error { return CheckPolicies(opt.Limits) }
+
+// CheckPolicies reports what is wrong with several named limits: two of
+// one name, which the headers could not tell apart.
+func CheckPolicies(ps []Policy) error {
 	seen := map[string]bool{}
-	for _, p := range opt.Limits {
+	for _, p := range ps {
 		name := sfString(p.Name)
 		if seen[name] {
-			return fmt.Errorf("httpmw: two limits are named %s: the headers could not tell them apart", name)
+			return fmt.Errorf("two limits are named %s: the headers could not tell them apart", name)
 		}
 		seen[name] = true
 	}
 	return nil
+}
+
+// Limits are the limiter's limits of several named ones.
+func Limits(ps []Policy) []limiter.Limit {
+	lims := make([]limiter.Limit, len(ps))
+	for i, p := range ps {
+		lims[i] = p.Limit
+	}
+	return lims
 }
 
 // allow decides r, of cost n, under the default limit or opt.Limits.
@@ -147,11 +160,7 @@ func (opt Options) allow(l *limiter.Limiter, r *http.Request, n int) (limiter.De
 	if len(opt.Limits) == 0 {
 		return l.AllowN(r.Context(), opt.Key(r), n)
 	}
-	lims := make([]limiter.Limit, len(opt.Limits))
-	for i, p := range opt.Limits {
-		lims[i] = p.Limit
-	}
-	return l.AllowLimits(r.Context(), opt.Key(r), lims, n)
+	return l.AllowLimits(r.Context(), opt.Key(r), Limits(opt.Limits), n)
 }
 
 // seconds rounds a duration up to whole seconds, at least min.
@@ -176,7 +185,7 @@ func (opt Options) setHeaders(h http.Header, d limiter.Decision) {
 		name := cmp.Or(opt.Policy, "default")
 		if len(opt.Limits) > 0 {
 			name = opt.Limits[d.Bound].Name
-			h.Set("RateLimit-Policy", policies(opt.Limits))
+			h.Set("RateLimit-Policy", Policies(opt.Limits))
 		} else {
 			h.Set("RateLimit-Policy", PolicyField(name, uint64(d.Limit), int64(math.Ceil(d.Window.Seconds()))))
 		}
@@ -192,8 +201,9 @@ func (opt Options) setHeaders(h http.Header, d limiter.Decision) {
 	}
 }
 
-// policies is the RateLimit-Policy list of several limits.
-func policies(ps []Policy) string {
+// Policies is the RateLimit-Policy list of several named limits, e.g.
+// "burst";q=10;w=1, "daily";q=250;w=86400.
+func Policies(ps []Policy) string {
 	items := make([]string, len(ps))
 	for i, p := range ps {
 		items[i] = PolicyField(p.Name, uint64(p.Requests), int64(math.Ceil(p.Window.Seconds())))
