@@ -193,7 +193,7 @@ func TestSeveralLimitsFleetOnRedis(t *testing.T) {
 			var ls []*Limiter
 			for g := range 3 {
 				ls = append(ls, mustNew(t, Config{Design: name, Store: st, Gateways: 3, Gateway: g, Sync: 100 * time.Millisecond,
-					Logger: quietLog, Timeout: 2 * time.Second, Fleet: name}))
+					Logger: quietLog, Timeout: 200 * time.Millisecond, Fleet: name}))
 			}
 			var mu sync.Mutex
 			var admits []int64
@@ -238,8 +238,14 @@ func TestSeveralLimitsFleetOnRedis(t *testing.T) {
 				if got, want := countFrom(stamps, lo), countFrom(admits, lo); got != want {
 					t.Errorf("limit %d/%v: Redis logs %d admits in the last window, the gateways admitted %d", lim.Requests, lim.Window, got, want)
 				}
-				if w := worst(slices.Clone(admits), lim.Window); (name == "central-log" || name == "lease-ask") && w > lim.Requests {
-					t.Errorf("limit %d/%v: %d admitted in one window by an exact design", lim.Requests, lim.Window, w)
+				// Decisions carry the gateway's time, read before the store call,
+				// which reaches the store up to the timeout later (and clocks
+				// tick apart by a millisecond): over windows shortened by that
+				// much the exact designs' guarantee holds on the gateways'
+				// times (as TestFleetOnRedis measures it).
+				flight := 200*time.Millisecond + time.Millisecond
+				if w := worst(slices.Clone(admits), lim.Window-flight); (name == "central-log" || name == "lease-ask") && w > lim.Requests {
+					t.Errorf("limit %d/%v: %d admitted in one window of W-%v by an exact design", lim.Requests, lim.Window, w, flight)
 				}
 			}
 			if len(admits) < 20 {
