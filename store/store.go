@@ -42,6 +42,19 @@ type Push struct {
 	Seq uint64
 	// Ask is the number of slots asked for the next interval (leases).
 	Ask int
+	// Spare lets this sync's grant lend room beyond the limit: it may
+	// bring the window's admits plus the slots outstanding fleet-wide to
+	// L + Spare, unless a central check with a Spare was refused within
+	// the last window because the window was full (the key is contended,
+	// and spare slots would only feed a flood). 0: admits plus
+	// outstanding stay within L. See Query.Spare for the central check's.
+	Spare int
+	// Rate ranks a spare ask (Spare > 0): the gateway's arrivals for the
+	// key over the last window. A store keeps each gateway's last Rate
+	// and Ask, and a spare grant leaves alone the slots that gateways of
+	// a higher Rate asked for and do not hold, so that the spare room goes
+	// where the next request is likeliest.
+	Rate int
 	// Horizon is how far ahead, in nanoseconds, the gateway wants to know
 	// which stamps leave the window (see Pull.Expiring); 0 asks for none.
 	Horizon int64
@@ -147,7 +160,15 @@ func (k QueryKind) String() string {
 // memstore.Key.Answer) and hands the Answer back to the design.
 type Query struct {
 	Kind QueryKind
-	N    int // requests to admit (central) or slots to ask for (grant)
+	// Spare, for a central check, is the room beyond the limit that the
+	// outstanding lease slots may take: it admits if the window's admits
+	// and N make at most L and, with the slots outstanding, at most
+	// L + Spare; a refusal because the window itself was full marks the
+	// key contended for a window (Push.Spare). For a grant it is
+	// Push.Spare. 0: every slot counts against L, as without it. (An
+	// int32 beside Kind, so that a Query stays four words.)
+	Spare int32
+	N     int // requests to admit (central) or slots to ask for (grant)
 	// Carry, when not nil, is a push of the asking gateway's admits that
 	// the store applies first, exactly as at a sync (idempotent, their own
 	// stamps; it asks for nothing and, like any push, settles the lease

@@ -71,8 +71,14 @@ type Key struct {
 
 	out      []int // per gateway: lease slots granted and not yet settled
 	outTotal int
-	applied  []uint64 // per gateway: sequence number of the last admit applied
-	epoch    []uint64 // per gateway: the epoch applied belongs to
+	// refusals counts the central checks with a Spare refused because
+	// the window was full (store.Query.Spare), in the window-long epoch
+	// refusalsOf (now / W) and in the one before it: spare grants wait
+	// while they reach Contended
+	refusals   [2]int
+	refusalsOf int64
+	applied    []uint64 // per gateway: sequence number of the last admit applied
+	epoch      []uint64 // per gateway: the epoch applied belongs to
 	// per gateway: its last central admit that named itself (Call.ID),
 	// until a withdrawal or a later one settles it; a gateway asks one
 	// query at a time for a key and carries its withdrawals, so one is
@@ -95,6 +101,9 @@ type Key struct {
 	maxMin bool
 	rates  *rateLeases // Doorman's rate leases (SetRateLeases), or nil
 	demand []int
+	// per gateway: the Rate and Ask of its last spare push
+	// (store.Push.Rate), which rank the spare grants
+	rate, want []int
 
 	tail entries // scratch for merges
 	exp  []int64 // scratch for Pull.Expiring
@@ -153,6 +162,8 @@ func (k *Key) gateway(gw int) {
 		k.applied = append(k.applied, 0)
 		k.epoch = append(k.epoch, 0)
 		k.demand = append(k.demand, 0)
+		k.rate = append(k.rate, 0)
+		k.want = append(k.want, 0)
 	}
 }
 
@@ -402,8 +413,11 @@ func (k *Key) SyncTo(now int64, p *store.Push, pull *store.Pull) {
 		k.demand[p.Gateway] = p.Ask
 		ask = min(ask, k.fairShare(p.Gateway, k.limit-count))
 	}
+	if p.Spare > 0 {
+		k.rate[p.Gateway], k.want[p.Gateway] = p.Rate, p.Ask
+	}
 	if ask > 0 {
-		pull.Granted = k.grant(p.Gateway, ask, count)
+		pull.Granted = k.grant(p.Gateway, ask, count, p.Spare)
 	}
 	pull.Outstanding, pull.Gen = k.outTotal, k.gen
 	if p.Horizon > 0 {
@@ -442,8 +456,19 @@ func (k *Key) expiring(until int64) ([]int64, []int) {
 	return k.exp, k.expN
 }
 
-func (k *Key) grant(gw, ask, count int) int {
+// grant gives gateway gw up to ask slots within the limit; with a spare,
+// within the limit plus spare while the key is not contended, and none
+// while it is.
+func (k *Key) grant(gw, ask, count, spare int) int {
 	avail := k.limit - count - k.outTotal
+	switch {
+	case spare <= 0:
+	case k.contendedAt(k.now, spare):
+		return 0 // slots would only feed a flood: the central check decides
+	default:
+		avail += spare
+		ask = k.ranked(gw, ask, avail)
+	}
 	if ask > avail {
 		ask = avail
 	}
@@ -459,19 +484,110 @@ func (k *Key) grant(gw, ask, count int) int {
 // now if the window then holds at most the limit (counting outstanding
 // lease slots as used), logs them, and returns the count afterwards.
 func (k *Key) Central(now int64, gw, n int) (bool, int) {
-	return k.central(now, gw, n, 0, 0)
+	return k.central(now, gw, n, 0, 0, 0)
+}
+
+// CentralSpare is Central with the window's admits within the limit and,
+// with the outstanding slots, within the limit plus spare
+// (store.Query.Spare); a refusal because the window was full marks the key
+// contended for a window.
+func (k *Key) CentralSpare(now int64, gw, n, spare int) (bool, int) {
+	return k.central(now, gw, n, 0, 0, spare)
+}
+
+// contendedAt reports whether central checks with a spare were refused for
+// a full window as many times as the spare within the last window or two.
+func (k *Key) contendedAt(now int64, spare int) bool {
+	k.epochs(now)
+	return k.refusals[0]+k.refusals[1] >= Contended(spare)
+}
+
+// Contended is how many refusals for a full window, within the last one or
+// two windows, mark a key contended at a spare: twice the spare, and at
+// least 2. An honest client near its limit is refused a few times when its
+// window fills; a flood of even 1.5 × L is refused a third of the time.
+func Contended(spare int) int { return max(2*spare, 2) }
+
+// ranked is how many of the ask slots of gateway gw to grant out of avail
+// free ones, leaving those that other gateways asked for and do not hold
+// while they are worth more: a gateway's k-th slot is worth the chance that
+// k or more requests reach it in a sync interval, its arrivals being
+// Poisson at its last Rate (store.Push.Rate).
+func (k *Key) ranked(gw, ask, avail int) int {
+	g := 0
+	for g < ask && g < avail {
+		v := atLeast(k.rate[gw], g+1)
+		claims := 0
+		for j, want := range k.want {
+			if j == gw || want <= k.out[j] {
+				continue
+			}
+			for s := k.out[j] + 1; s <= want; s++ {
+				w := atLeast(k.rate[j], s)
+				if w < v || w == v && j > gw {
+					break
+				}
+				claims++
+			}
+		}
+		if avail-claims < g+1 {
+			break
+		}
+		g++
+	}
+	return g
+}
+
+// atLeast is the chance that a Poisson count of mean rate/1000 is at
+// least n.
+func atLeast(rate, n int) float64 {
+	l := float64(rate) / 1000
+	term, below := math.Exp(-l), 0.0
+	for i := 0; i < n; i++ {
+		below += term
+		term *= l / float64(i+1)
+	}
+	return 1 - below
+}
+
+// epochs moves the refusal counts on to the window-long epoch that holds
+// now (the epochs are the multiples of the window, as on Redis).
+func (k *Key) epochs(now int64) {
+	switch e := now / int64(k.spec.Size); e - k.refusalsOf {
+	case 0:
+	case 1:
+		k.refusals, k.refusalsOf = [2]int{k.refusals[1], 0}, e
+	default:
+		k.refusals, k.refusalsOf = [2]int{}, e
+	}
+}
+
+// fits reports whether n more requests fit the limit at the key's time,
+// and, with the outstanding slots, the limit plus spare.
+func (k *Key) fits(n, spare int) bool {
+	return k.count+n <= k.limit && k.count+k.outTotal+n <= k.limit+spare
+}
+
+// refuse marks the key contended when a central check with a spare was
+// refused because the window itself was full.
+func (k *Key) refuse(n, spare int) {
+	if spare > 0 && n > 0 && k.count+n > k.limit {
+		k.epochs(k.now)
+		k.refusals[1]++
+	}
 }
 
 // central is Central for a query that names its admit (id > 0) for a later
 // withdrawal.
-func (k *Key) central(now int64, gw, n int, epoch, id uint64) (bool, int) {
+func (k *Key) central(now int64, gw, n int, epoch, id uint64, spare int) (bool, int) {
 	now = k.advance(now)
 	k.gateway(gw)
 	if k.Withdrawn(gw, epoch, id) {
 		return false, k.count
 	}
 	count := k.count
-	if count+k.outTotal+n > k.limit {
+	if !k.fits(n, spare) {
+		k.refuse(n, spare)
 		return false, count
 	}
 	if n > 0 {
@@ -545,10 +661,10 @@ func (k *Key) Answer(now int64, gw int, q store.Query) store.Answer {
 	epoch, id := k.prepare(now, gw, q)
 	switch q.Kind {
 	case store.QueryCentral:
-		ok, count := k.central(now, gw, q.N, epoch, id)
+		ok, count := k.central(now, gw, q.N, epoch, id, int(q.Spare))
 		return store.Answer{Admit: ok, Count: count, Gen: k.gen}
 	case store.QueryGrant:
-		return store.Answer{Granted: k.Grant(now, gw, q.N), Gen: k.gen}
+		return store.Answer{Granted: k.GrantSpare(now, gw, q.N, int(q.Spare)), Gen: k.gen}
 	case store.QueryCounter:
 		return store.Answer{Count: k.Counter(now, q.N)}
 	}
@@ -591,7 +707,7 @@ func AnswerAll(keys []*Key, now int64, gw int, qs []store.Query, as []store.Answ
 		case store.QueryCentral:
 			k.advance(now)
 			k.gateway(gw)
-			all = all && !k.Withdrawn(gw, epoch, id) && k.count+k.outTotal+q.N <= k.limit
+			all = all && !k.Withdrawn(gw, epoch, id) && k.fits(q.N, int(q.Spare))
 		case store.QueryCounter:
 			fits = fits && k.Counter(now, 0)+q.N <= k.limit
 		}
@@ -605,9 +721,10 @@ func AnswerAll(keys []*Key, now int64, gw int, qs []store.Query, as []store.Answ
 				if c := q.Call; c != nil {
 					epoch, id = c.Epoch, c.ID
 				}
-				ok, count := k.central(now, gw, q.N, epoch, id)
+				ok, count := k.central(now, gw, q.N, epoch, id, int(q.Spare))
 				as[i] = store.Answer{Admit: ok, Count: count, Gen: k.gen}
 			} else {
+				k.refuse(q.N, int(q.Spare))
 				as[i] = store.Answer{Count: k.count, Gen: k.gen}
 			}
 		case store.QueryCounter:
@@ -617,7 +734,7 @@ func AnswerAll(keys []*Key, now int64, gw int, qs []store.Query, as []store.Answ
 			}
 			as[i] = store.Answer{Count: k.Counter(now, n)}
 		case store.QueryGrant:
-			as[i] = store.Answer{Granted: k.Grant(now, gw, q.N), Gen: k.gen}
+			as[i] = store.Answer{Granted: k.GrantSpare(now, gw, q.N, int(q.Spare)), Gen: k.gen}
 		}
 	}
 }
@@ -648,5 +765,13 @@ func (k *Key) idle(now int64) bool {
 func (k *Key) Grant(now int64, gw, n int) int {
 	k.advance(now)
 	k.gateway(gw)
-	return k.grant(gw, n, k.count)
+	return k.grant(gw, n, k.count, 0)
+}
+
+// GrantSpare is Grant lending up to spare slots beyond the limit while the
+// key is not contended (store.Push.Spare).
+func (k *Key) GrantSpare(now int64, gw, n, spare int) int {
+	k.advance(now)
+	k.gateway(gw)
+	return k.grant(gw, n, k.count, spare)
 }

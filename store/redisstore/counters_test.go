@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,8 +35,46 @@ func TestCountersAgainstMemstore(t *testing.T) {
 	}
 	for i, sp := range specs {
 		t.Run(sp.String(), func(t *testing.T) {
-			differential(t, rs, sp, uint64(i+1), 4000)
+			differential(t, rs, sp, uint64(i+1), 4000, 0)
 		})
+	}
+}
+
+// TestSpareAgainstMemstore drives the exact log's spare lease slots
+// (store.Push.Spare, Rate; store.Query.Spare) on a real Redis and on
+// memstore with the same random operations, and requires every answer to
+// be the same: the lent slots, the contended key, the ranked grants.
+func TestSpareAgainstMemstore(t *testing.T) {
+	srv := redistest.Start(t)
+	rs, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	for i, spare := range []int{1, 4} {
+		t.Run(fmt.Sprint("spare ", spare), func(t *testing.T) {
+			differential(t, rs, window.Spec{Size: 5 * time.Second}, uint64(10+i), 4000, spare)
+		})
+	}
+}
+
+// TestSpareRefusedOnCounters: the counted layout has no spare slots, and
+// says so rather than lending none.
+func TestSpareRefusedOnCounters(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rs, err := redisstore.Dial(ctx, srv.Addr, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	k := store.Key{Name: "spare-counted", Limit: 10, Window: window.Spec{Size: 10 * time.Second, Buckets: 10}}
+	err = rs.Sync(ctx, storetest.T0, []store.SyncItem{{Key: k, Push: store.Push{Gateway: 0, Ask: 1, Spare: 1}}})
+	if err == nil {
+		t.Fatal("a spare sync on window buckets was taken")
+	}
+	if _, err := rs.Ask(ctx, storetest.T0, k, 0, store.Query{Kind: store.QueryCentral, N: 1, Spare: 1}); err == nil {
+		t.Fatal("a spare central check on window buckets was taken")
 	}
 }
 
@@ -52,7 +91,10 @@ type gwState struct {
 	pending []store.Withdrawal
 }
 
-func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint64, steps int) {
+// differential runs steps random operations on rs and memstore and
+// compares their answers; with spare > 0, every sync and query lends that
+// many slots beyond the limit, and syncs report random rates.
+func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint64, steps int, spare int) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 7))
 	ms := memstore.New()
@@ -113,6 +155,9 @@ func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint6
 			for i := range keys {
 				p := push(i, g)
 				p.Horizon, p.Ask, p.Gone = horizon, ask, gone
+				if spare > 0 {
+					p.Spare, p.Rate = spare, rng.IntN(3000)
+				}
 				a[i] = store.SyncItem{Key: keys[i], Push: p}
 				b[i] = store.SyncItem{Key: keys[i], Push: p}
 			}
@@ -135,6 +180,7 @@ func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint6
 			if op == 9 {
 				q = store.Query{Kind: store.QueryGrant, N: 1 + rng.IntN(5), Call: &store.Call{Epoch: s.epoch, Withdraw: s.pending}}
 			}
+			q.Spare = int32(spare)
 			carried := len(st[k][g].stamps) > 0 && rng.IntN(2) == 0 && op == 8
 			if carried {
 				p := push(k, g)
@@ -163,13 +209,16 @@ func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint6
 	}
 }
 
-// norm prints a pull with its expiring admits as stamp*count.
+// norm prints a pull with its expiring admits as stamp*count, stamps to
+// the microsecond that Redis keeps, in order.
 func norm(p store.Pull) string {
 	s := fmt.Sprintf("count %d own %d granted %d outstanding %d expiring", p.Count, p.Own, p.Granted, p.Outstanding)
+	es := make([]string, len(p.Expiring))
 	for i, e := range p.Expiring {
-		s += fmt.Sprintf(" +%v*%d", time.Duration(e-storetest.T0), store.CountAt(p.ExpiringCounts, i))
+		es[i] = fmt.Sprintf(" +%v*%d", time.Duration(e-storetest.T0).Truncate(time.Microsecond), store.CountAt(p.ExpiringCounts, i))
 	}
-	return s
+	slices.Sort(es) // admits of one stamp come in either order
+	return s + strings.Join(es, "")
 }
 
 // A counted key whose window is re-bucketed (another ring size) keeps its

@@ -17,8 +17,9 @@ var errPartCounters = errors.New("redisstore: a key with several limits counts i
 // multiScript answers the central checks and grants of one decision on a
 // key with several limits (store.MultiAsker). KEYS = z1, h1, z2, h2, ... of
 // the parts that ask; ARGV = now, gw, deadline, then for each part: kind (1
-// central, 2 grant), lo, limit, ttl, n, id, epoch, w, and w pairs of query
-// ID and count (withdrawals, applied first). The central checks log their
+// central, 2 grant), lo, limit, ttl, n, id, epoch, spare, e (the
+// window-long epoch of now), w, and w pairs of query ID and count
+// (withdrawals, applied first). The central checks log their
 // admits only if every one fits. Returns {admitted or granted, count, gen}
 // for each part, or {-1} past the deadline or for a withdrawn query.
 var multiScript = redis.NewScript(lib + `
@@ -28,25 +29,26 @@ local st, all, p = {}, true, 3
 for k = 1, #KEYS, 2 do
   local z, h = KEYS[k], KEYS[k + 1]
   local it = {z = z, h = h, kind = tonumber(ARGV[p + 1]), limit = tonumber(ARGV[p + 3]), ttl = tonumber(ARGV[p + 4]), n = tonumber(ARGV[p + 5])}
-  local id, epoch, w = tonumber(ARGV[p + 6]), ARGV[p + 7], tonumber(ARGV[p + 8])
+  local id, epoch, w = tonumber(ARGV[p + 6]), ARGV[p + 7], tonumber(ARGV[p + 10])
+  it.spare, it.e = tonumber(ARGV[p + 8]), tonumber(ARGV[p + 9])
   trim(z, h, ARGV[p + 2])
   for i = 1, w do
-    withdraw(z, h, gw .. ':' .. epoch .. ':c' .. ARGV[p + 7 + 2 * i], tonumber(ARGV[p + 8 + 2 * i]))
+    withdraw(z, h, gw .. ':' .. epoch .. ':c' .. ARGV[p + 9 + 2 * i], tonumber(ARGV[p + 10 + 2 * i]))
   end
   if id > 0 then it.base = gw .. ':' .. epoch .. ':c' .. id end
   local s = redis.call('HMGET', h, 'n', 'g', 'ot', 'x:' .. (it.base or ''))
   if s[4] and it.kind == 1 then return {-1} end
   it.c, it.ot = tonumber(s[1] or '0'), tonumber(s[3] or '0')
   it.life = tonumber(s[2]) or gen(h)
-  if it.kind == 1 and it.c + it.ot + it.n > it.limit then all = false end
+  if it.kind == 1 and (it.c + it.n > it.limit or it.c + it.ot + it.n > it.limit + it.spare) then all = false end
   st[#st + 1] = it
-  p = p + 8 + 2 * w
+  p = p + 10 + 2 * w
 end
 local res = {}
 for _, it in ipairs(st) do
   touch(it.z, it.h, it.ttl)
   if it.kind == 2 then
-    res[#res + 1] = grant(it.h, it.limit, gw, it.n, it.c)
+    res[#res + 1] = grant(it.h, it.limit, gw, it.n, it.c, it.spare, it.e)
     res[#res + 1] = it.c
   elseif all then
     if it.n > 0 then
@@ -56,6 +58,7 @@ for _, it in ipairs(st) do
     res[#res + 1] = 1
     res[#res + 1] = it.c + it.n
   else
+    if it.kind == 1 and it.spare > 0 and it.n > 0 and it.c + it.n > it.limit then refuse(it.h, it.e) end
     res[#res + 1] = 0
     res[#res + 1] = it.c
   end
@@ -141,7 +144,7 @@ func (s *Store) multiLog(ctx context.Context, now int64, gw int, items []store.A
 			call = *q.Call
 		}
 		args = append(append(args, kind), head(now, it.Key, 0)...)
-		args = append(args, q.N, call.ID, call.Epoch, len(call.Withdraw))
+		args = append(args, q.N, call.ID, call.Epoch, q.Spare, epochOf(now, it.Key), len(call.Withdraw))
 		for _, w := range call.Withdraw {
 			args = append(args, w.ID, w.N)
 		}

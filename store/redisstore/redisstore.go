@@ -222,6 +222,14 @@ func head(now int64, k store.Key, horizon int64) []any {
 	return []any{usUp(k.Window.Lo(now)), k.Limit, ttl + 1000}
 }
 
+// epochOf numbers the window-long epoch that holds now, in which a key
+// counts the spare central checks refused (store.Query.Spare), as memstore
+// does.
+func epochOf(now int64, k store.Key) int64 { return now / int64(k.Window.Size) }
+
+// errSpareCounters refuses spare lease slots on a key counted in buckets.
+var errSpareCounters = errors.New("redisstore: spare lease slots (store.Push.Spare, design permit) need the exact log here: window buckets are not supported with them")
+
 // Sync applies a batch of pushes in one pipelined round trip.
 func (s *Store) Sync(ctx context.Context, now int64, items []store.SyncItem) error {
 	if len(items) == 0 {
@@ -244,6 +252,8 @@ func (s *Store) syncOnce(ctx context.Context, now int64, items []store.SyncItem)
 	for i := range items {
 		if k := items[i].Key; k.Part > 0 && k.Window.Counters() {
 			return errPartCounters
+		} else if k.Window.Counters() && items[i].Push.Spare > 0 {
+			return errSpareCounters
 		}
 	}
 	groups := s.groups(items)
@@ -316,7 +326,7 @@ func syncArgs(args []any, now int64, k store.Key, pu store.Push) []any {
 		r = *pu.Repair
 	}
 	args = append(args, us(now), pu.Gateway, pu.Seq, pu.Ask, until, wantOwn, len(pu.Admits), pu.Epoch, len(pu.Gone),
-		len(r.Withdraw), len(r.Reseed), r.ReseedID)
+		len(r.Withdraw), len(r.Reseed), r.ReseedID, pu.Spare, pu.Rate, epochOf(now, k))
 	for _, g := range pu.Gone {
 		args = append(args, g)
 	}
@@ -437,6 +447,9 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 		if k.Part > 0 {
 			return store.Answer{}, errPartCounters
 		}
+		if q.Spare > 0 {
+			return store.Answer{}, errSpareCounters
+		}
 		return s.askCounted(ctx, now, k, gw, q)
 	}
 	sc, err := scriptFor(q.Kind, centralScript, grantScript)
@@ -451,6 +464,7 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 	for _, w := range call.Withdraw {
 		args = append(args, w.ID, w.N)
 	}
+	args = append(args, q.Spare, epochOf(now, k))
 	var c *redis.Cmd
 	if carries(q) {
 		pu := *q.Carry

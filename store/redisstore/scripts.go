@@ -116,8 +116,72 @@ local function expired(deadline)
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2]) > deadline
 end
-local function grant(h, limit, gw, ask, count)
-  local g = math.min(ask, limit - count - outstanding(h))
+-- refusals returns the central checks with a spare refused for a full
+-- window in window-long epoch e and the one before ("f1", "f0" as of epoch
+-- "fe"), rolled on to e.
+local function refusals(h, e)
+  local s = redis.call('HMGET', h, 'fe', 'f0', 'f1')
+  local fe, f0, f1 = tonumber(s[1] or '0'), tonumber(s[2] or '0'), tonumber(s[3] or '0')
+  if e - fe == 1 then return f1, 0 end
+  if e ~= fe then return 0, 0 end
+  return f0, f1
+end
+local function refuse(h, e)
+  local f0, f1 = refusals(h, e)
+  redis.call('HSET', h, 'fe', e, 'f0', f0, 'f1', f1 + 1)
+end
+-- atLeast is the chance that a Poisson count of mean rate/1000 is at least n.
+local function atLeast(rate, n)
+  local l = rate / 1000
+  local term, below = math.exp(-l), 0
+  for i = 0, n - 1 do
+    below = below + term
+    term = term * l / (i + 1)
+  end
+  return 1 - below
+end
+-- ranked is how many of gw's ask slots to grant of avail, leaving those
+-- other gateways asked for ("w:gw") and do not hold ("o:gw") while each is
+-- worth more: a k-th slot is worth atLeast(its gateway's "r:gw", k).
+local function ranked(h, gw, ask, avail)
+  local all = redis.call('HGETALL', h)
+  local out, rate, want = {}, {}, {}
+  for i = 1, #all, 2 do
+    local f, j = string.sub(all[i], 1, 2), string.sub(all[i], 3)
+    if f == 'o:' then out[j] = tonumber(all[i + 1])
+    elseif f == 'r:' then rate[j] = tonumber(all[i + 1])
+    elseif f == 'w:' then want[j] = tonumber(all[i + 1]) end
+  end
+  local me, g = tonumber(gw), 0
+  while g < ask and g < avail do
+    local v, claims = atLeast(rate[gw] or 0, g + 1), 0
+    for j, wj in pairs(want) do
+      local oj = out[j] or 0
+      if j ~= gw and wj > oj then
+        for k = oj + 1, wj do
+          local x = atLeast(rate[j] or 0, k)
+          if x < v or (x == v and tonumber(j) > me) then break end
+          claims = claims + 1
+        end
+      end
+    end
+    if avail - claims < g + 1 then break end
+    g = g + 1
+  end
+  return g
+end
+-- grant gives gw up to ask slots within the limit; with a spare, within
+-- the limit plus spare, ranked, while the key is not contended in epoch e,
+-- and none while it is.
+local function grant(h, limit, gw, ask, count, spare, e)
+  local avail = limit - count - outstanding(h)
+  if spare > 0 then
+    local f0, f1 = refusals(h, e)
+    if f0 + f1 >= math.max(2 * spare, 2) then return 0 end
+    avail = avail + spare
+    ask = ranked(h, gw, ask, avail)
+  end
+  local g = math.min(ask, avail)
   if g <= 0 then return 0 end
   redis.call('HINCRBY', h, 'o:' .. gw, g)
   redis.call('HINCRBY', h, 'ot', g)
@@ -128,7 +192,8 @@ end
 // syncScript syncs any number of keys (of one slot, on a Cluster). KEYS are
 // z1, h1, z2, h2, ...; ARGV holds, for each key in turn: lo, limit, ttl,
 // now, gw, seq, ask, until (0: no expiring stamps wanted), want own (0 or
-// 1), n, epoch, g, w, r, rid; then g gone gateways (whose lease slots are
+// 1), n, epoch, g, w, r, rid, spare, rate, e (the window-long epoch of now,
+// for the spare's refusals); then g gone gateways (whose lease slots are
 // settled), n pairs of stamp (µs) and count (the admits), w pairs of query
 // ID and count (the withdrawals, applied first) and r pairs of stamp and
 // count (a re-seed, numbered rid). It returns, for each key: count, own (0
@@ -147,16 +212,17 @@ for k = 1, #KEYS, 2 do
   local n, epoch = tonumber(ARGV[p + 10]), ARGV[p + 11]
   local g, nw, nr = tonumber(ARGV[p + 12]), tonumber(ARGV[p + 13]), tonumber(ARGV[p + 14])
   local rid = ARGV[p + 15]
+  local spare, rate, e = tonumber(ARGV[p + 16]), ARGV[p + 17], tonumber(ARGV[p + 18])
   local life = gen(h)
   for i = 1, g do
-    local d = ARGV[p + 15 + i]
+    local d = ARGV[p + 18 + i]
     local o = tonumber(redis.call('HGET', h, 'o:' .. d) or '0')
     if o ~= 0 and d ~= gw then
       redis.call('HSET', h, 'o:' .. d, 0)
       redis.call('HINCRBY', h, 'ot', -o)
     end
   end
-  local q = p + 15 + g
+  local q = p + 18 + g
   trim(z, h, lo_s)
   for i = 1, nw do
     local at = q + 2 * n + 2 * i
@@ -196,7 +262,8 @@ for k = 1, #KEYS, 2 do
   end
   local c = count(h)
   local granted = 0
-  if ask > 0 then granted = grant(h, limit, gw, ask, c) end
+  if spare > 0 then redis.call('HSET', h, 'r:' .. gw, rate, 'w:' .. gw, ask) end
+  if ask > 0 then granted = grant(h, limit, gw, ask, c, spare, e) end
   local own = 0
   if wantOwn then
     local prefix = gw .. ':'
@@ -220,20 +287,22 @@ for k = 1, #KEYS, 2 do
     res[#res + 1] = 0
   end
   touch(z, h, ttl)
-  p = p + 15 + g + 2 * n + 2 * nw + 2 * nr
+  p = p + 18 + g + 2 * n + 2 * nw + 2 * nr
 end
 return res
 `)
 
 // centralScript: KEYS = z, h; ARGV = lo, limit, ttl, now, gw, n, deadline,
 // id, epoch, w, then w pairs of query ID and count (withdrawals of the
-// gateway's earlier queries, applied first). Returns {admitted, count,
+// gateway's earlier queries, applied first), then spare and e (the
+// window-long epoch of now). Returns {admitted, count,
 // gen}, or {-1, 0, 0} past the deadline or for a withdrawn query. A query
 // with an ID logs its admit as "gw:epoch:cID", which a withdrawal can name;
 // the others as "gw:cN".
 var centralScript = redis.NewScript(lib + queryStart + `
 touch(z, h, ttl)
-if c + ot + n > limit then
+if c + n > limit or c + ot + n > limit + spare then
+  if spare > 0 and n > 0 and c + n > limit then refuse(h, e) end
   return {0, c, life}
 end
 if n > 0 then
@@ -246,7 +315,7 @@ return {1, c + n, life}
 // grantScript: KEYS = z, h; ARGV as centralScript's. Returns {granted,
 // gen}, or {-1, 0, 0} past the deadline.
 var grantScript = redis.NewScript(lib + queryStart + `
-local g = grant(h, limit, gw, n, c)
+local g = grant(h, limit, gw, n, c, spare, e)
 touch(z, h, ttl)
 return {g, life}
 `)
@@ -258,6 +327,7 @@ return {g, life}
 const queryStart = `
 local z, h = KEYS[1], KEYS[2]
 local limit, ttl, now, gw, n = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6])
+local spare, e = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
 if expired(ARGV[7]) then return {-1, 0, 0} end
 trim(z, h, ARGV[1])
 for i = 1, tonumber(ARGV[10]) do

@@ -139,6 +139,27 @@ var contract = []struct {
 			t.Fatalf("over the first limit: counts %d and %d, want 4 (it passed it) and 3 (it fits, and is refused)", as[0].Count, as[1].Count)
 		}
 	}},
+	{"several limits: central checks with a spare", func(t *testing.T, b store.Backend) {
+		ks := parts(t, window.Sliding)
+		if p := sync1(t, b, at(0), ks[0], store.Push{Gateway: 1, Ask: 9, Spare: 1, Rate: 1000}); p.Granted != 4 {
+			t.Fatalf("spare grant on the first part: %d, want 4 (3 + 1)", p.Granted)
+		}
+		c := store.Query{Kind: store.QueryCentral, N: 1, Spare: 1}
+		// the first part holds 4 lent slots: a check fits it while its
+		// admits, the slots and the request make at most 3 + 1
+		if as := askAll(t, b, at(10), 0, ks, c, c); as[0].Admit || as[1].Admit {
+			t.Fatalf("with every spare slot lent: %+v, want refused", as)
+		}
+		sync1(t, b, at(20), ks[0], store.Push{Gateway: 1, Ask: 2, Spare: 1, Rate: 1000})
+		for i := range 2 {
+			if as := askAll(t, b, at(30+int64(i)), 0, ks, c, c); !as[0].Admit || !as[1].Admit {
+				t.Fatalf("check %d beside 2 lent slots: %+v, want admitted", i+1, as)
+			}
+		}
+		if as := askAll(t, b, at(40), 0, ks, c, c); as[0].Admit || as[1].Admit || as[0].Count != 2 {
+			t.Fatalf("check 3 beside 2 lent slots: %+v, want refused at 2", as)
+		}
+	}},
 	{"several limits: grants are answered alone", func(t *testing.T, b store.Backend) {
 		ks := parts(t, window.Sliding)
 		as := askAll(t, b, at(0), 0, ks, store.Query{Kind: store.QueryGrant, N: 4}, store.Query{Kind: store.QueryGrant, N: 4})
@@ -454,6 +475,92 @@ var contract = []struct {
 		a, err := b.Ask(ctx, at(20), k, 2, store.Query{Kind: store.QueryCentral, N: 1})
 		if err != nil || q.Gen != p.Gen || a.Gen != p.Gen {
 			t.Fatalf("the key's life changed while it was in use: %d, %d, %d (%v)", p.Gen, q.Gen, a.Gen, err)
+		}
+	}},
+	{"spare: lent slots and the central check", func(t *testing.T, b store.Backend) {
+		k := key(t, 10, sliding)
+		spare := func(now int64, gw int) store.Answer {
+			a, err := b.Ask(ctx, now, k, gw, store.Query{Kind: store.QueryCentral, N: 1, Spare: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+		for i := range 8 {
+			if !spare(at(int64(i)), 0).Admit {
+				t.Fatalf("central admit %d refused", i+1)
+			}
+		}
+		// 8 admitted: a sync may lend up to L + 3 - 8 = 5 slots
+		if p := sync1(t, b, at(10), k, store.Push{Gateway: 1, Ask: 7, Spare: 3, Rate: 1000}); p.Granted != 5 || p.Outstanding != 5 {
+			t.Fatalf("spare grant %d (outstanding %d), want 5 of L + spare - count", p.Granted, p.Outstanding)
+		}
+		// the window has room for 2, but the slots fill L + spare: refused
+		if a := spare(at(20), 2); a.Admit || a.Count != 8 {
+			t.Fatalf("central check with the spare lent: %+v, want refused at count 8", a)
+		}
+		if ok, _, _ := central(b, at(21), k, 2, 1); ok {
+			t.Fatal("a central check without a spare counted the lent slots as free")
+		}
+		// the slots come back: the window's own room decides again
+		sync1(t, b, at(30), k, store.Push{Gateway: 1, Spare: 3})
+		for i := range 2 {
+			if a := spare(at(40+int64(i)), 2); !a.Admit || a.Count != 9+i {
+				t.Fatalf("central check %d after the hand-back: %+v", i+1, a)
+			}
+		}
+		if a := spare(at(50), 2); a.Admit {
+			t.Fatalf("a central check past L admitted: %+v", a)
+		}
+		// without a spare, a sync lends nothing beyond L
+		if p := sync1(t, b, at(60), k, store.Push{Gateway: 1, Ask: 3}); p.Granted != 0 {
+			t.Fatalf("a grant without a spare at a full window: %d", p.Granted)
+		}
+	}},
+	{"spare: a key refused for a full window is contended for a window or two", func(t *testing.T, b store.Backend) {
+		k := key(t, 2, sliding) // spare 1: two refusals make the key contended
+		q := store.Query{Kind: store.QueryCentral, N: 1, Spare: 1}
+		for i := range 4 {
+			a, err := b.Ask(ctx, at(int64(100*i)), k, 0, q)
+			if err != nil || a.Admit != (i < 2) {
+				t.Fatalf("central check %d: %+v (%v)", i+1, a, err)
+			}
+		}
+		// the admits have left the window, but the refusals of the epoch
+		// before still count: no slot lent, none even within L
+		if p := sync1(t, b, at(10_500), k, store.Push{Gateway: 1, Ask: 1, Spare: 1, Rate: 500}); p.Granted != 0 {
+			t.Fatalf("a contended key lent %d slots", p.Granted)
+		}
+		if g, err := b.Ask(ctx, at(10_600), k, 1, store.Query{Kind: store.QueryGrant, N: 1, Spare: 1}); err != nil || g.Granted != 0 {
+			t.Fatalf("a contended key granted %d slots on a round trip (%v)", g.Granted, err)
+		}
+		if g, _ := grant(b, at(10_700), k, 2, 1); g != 1 {
+			t.Fatalf("a grant without a spare on a contended key: %d, want 1 (the limit's room)", g)
+		}
+		// two epochs on, the key is calm again
+		if p := sync1(t, b, at(20_500), k, store.Push{Gateway: 1, Ask: 2, Spare: 1, Rate: 500}); p.Granted != 2 {
+			t.Fatalf("a calm key lent %d slots, want 2 (L + spare less gateway 2's slot)", p.Granted)
+		}
+	}},
+	{"spare: a grant leaves the slots worth more to others", func(t *testing.T, b store.Backend) {
+		k := key(t, 4, sliding) // spare 2: six slots in all
+		push := func(now int64, gw, ask, rate int) store.Pull {
+			return sync1(t, b, now, k, store.Push{Gateway: gw, Ask: ask, Spare: 2, Rate: rate})
+		}
+		if p := push(at(0), 0, 5, 100); p.Granted != 5 {
+			t.Fatalf("a quiet gateway alone: %d, want 5", p.Granted)
+		}
+		if p := push(at(10), 1, 3, 2000); p.Granted != 1 {
+			t.Fatalf("a busy gateway beside it: %d, want the 1 left", p.Granted)
+		}
+		// the quiet gateway's next slots (a chance of 0.095, 0.0047, ...
+		// to be used in an interval) are worth less than the two the busy
+		// one lacks (0.59, 0.32): of 5 free it gets 3
+		if p := push(at(20), 0, 5, 100); p.Granted != 3 {
+			t.Fatalf("the quiet gateway again: %d, want 3 (5 free less the busy one's 2 lacking)", p.Granted)
+		}
+		if p := push(at(30), 1, 3, 2000); p.Granted != 3 {
+			t.Fatalf("the busy gateway again: %d, want its 3", p.Granted)
 		}
 	}},
 	{"keys are apart", func(t *testing.T, b store.Backend) {
