@@ -19,17 +19,66 @@ func init() {
 		Leases:  true,
 		New:     func(c Config) Gateway { return newLease(c, true) },
 	})
+	register(Info{
+		Name:    "permit",
+		Summary: "lease slots where arrivals are likely, lent beyond L by a tolerance while the key is calm; ask the store's central check beyond them",
+		Leases:  true,
+		New:     func(c Config) Gateway { return NewPermit(c, PermitTolerance) },
+	})
+}
+
+// PermitTolerance is the registered permit's tolerance: the room beyond L,
+// as a fraction of L, that its slots may take; a flood that starts at every
+// gateway at once spends at most that much (the worst window's bound is
+// (1 + t) × L).
+const PermitTolerance = 0.1
+
+// permitReserve is the part of permit's spare that syncs do not lend: room
+// for the central checks of the gateways that hold no slot, which the lent
+// slots would otherwise refuse while the window itself has room.
+const permitReserve = 0.2
+
+// permitMemory is how many windows of arrivals rank a permit gateway's asks
+// (store.Push.Rate): one window is too noisy to tell a quiet gateway from
+// a rare one.
+const permitMemory = 5
+
+// NewPermit builds permit for one gateway from a valid Config with
+// tolerance t >= 0. permit is a lease that, at each sync, asks for one slot
+// more than its arrivals need (ceil(r + 3 sqrt(r)), at least 1, r being its
+// arrivals per sync interval over the last window), and for none once
+// nothing has reached it for permitMemory windows. The store may grant
+// beyond L by up to four fifths of floor(t × L) slots while the key is not
+// contended (store.Push.Spare), a gateway's k-th slot going before any
+// slot less likely to be used (store.Push.Rate). A request its slots
+// cannot cover asks the store's central check, which admits while the
+// window holds at most L and the window and the slots outstanding at most
+// L + floor(t × L). docs/design.md states its bounds.
+func NewPermit(c Config, t float64) Gateway {
+	l := newLease(c, true).(*lease)
+	long := c
+	long.Window.Size *= permitMemory
+	l.long = newArrivals(long, HeadroomBuckets)
+	l.spare = int(math.Floor(t * float64(c.Limit)))
+	l.lend = l.lendable()
+	l.permit = true
+	return l
 }
 
 // lease admits only within the slots the store granted it. At each sync it
 // hands back what it did not use and asks for ceil(1.5 r + 1) slots, r being
 // its arrivals per sync interval averaged over the last window.
 type lease struct {
-	cfg   Config
-	ask   bool // lease-ask
-	grant int  // unused granted slots
-	slot  bool // the last admit spent a slot
-	local local
+	cfg    Config
+	ask    bool     // lease-ask, permit
+	permit bool     // permit: asks by need, central checks past its slots
+	spare  int      // permit: the room beyond L that slots may take (the central check's Spare)
+	lend   int      // permit: the part of it syncs may grant (the push's Spare)
+	long   arrivals // permit: arrivals over the last permitMemory windows, which rank its asks
+	closed int      // permit: the sync intervals closed, up to a window's
+	grant  int      // unused granted slots
+	slot   bool     // the last admit spent a slot
+	local  local
 
 	arr  arrivals // arrivals per sync interval over the last window
 	cur  int      // arrivals in the open interval
@@ -64,8 +113,31 @@ func newLease(c Config, ask bool) Gateway {
 	return &lease{cfg: c, ask: ask, arr: newArrivals(c, MaxLeaseBuckets), local: newLocal(c)}
 }
 
-// want is ceil(1.5 r + 1) for the closed intervals of the last window.
-func (l *lease) want() int { return int(math.Ceil(1.5*l.arr.mean() + 1)) }
+// want is ceil(1.5 r + 1) for the closed intervals of the last window;
+// permit's is one more than ceil(r + 3 sqrt(r)) (at least 1), and 0 when
+// nothing arrived in permitMemory windows.
+func (l *lease) want() int {
+	r := l.arr.mean()
+	if !l.permit {
+		return int(math.Ceil(1.5*r + 1))
+	}
+	if l.long.sum == 0 {
+		return 0
+	}
+	if n := len(l.arr.intervals) * l.arr.span; l.closed < n {
+		r = float64(l.arr.sum) / float64(max(l.closed, 1)) // a young key: the intervals seen so far
+	}
+	return max(int(math.Ceil(r+3*math.Sqrt(r))), 1) + 1
+}
+
+// lendable is the part of the spare that syncs may grant: permitReserve of
+// it, and at least one slot, is kept for the central checks.
+func (l *lease) lendable() int {
+	if l.spare == 0 {
+		return 0
+	}
+	return l.spare - max(int(math.Ceil(permitReserve*float64(l.spare))), 1)
+}
 
 func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 	l.cur += n
@@ -75,9 +147,11 @@ func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 		l.local.add(now, n)
 		return Admit, store.Query{}
 	}
-	q := store.Query{Kind: store.QueryCentral, N: n}
+	q := store.Query{Kind: store.QueryCentral, N: n, Spare: int32(l.spare)}
+	if l.permit {
+	}
 	switch {
-	case l.syncing:
+	case l.syncing || l.permit:
 	case !l.ask || l.wait:
 		return Reject, store.Query{}
 	default:
@@ -174,12 +248,19 @@ func (l *lease) Abandon(now int64, n int, q store.Query, fallback bool) Verdict 
 func (l *lease) SyncPush(now int64, p *store.Push) {
 	l.last = l.cur
 	l.arr.closeInterval(l.cur)
+	if l.permit {
+		l.long.closeInterval(l.cur)
+		l.closed = min(l.closed+1, len(l.arr.intervals)*l.arr.span)
+	}
 	l.cur = 0
 	ask := l.want()
-	if l.ask && l.last == 0 {
+	if l.ask && !l.permit && l.last == 0 {
 		ask = 0
 	}
-	*p = store.Push{Gateway: l.cfg.Gateway, Ask: ask}
+	*p = store.Push{Gateway: l.cfg.Gateway, Ask: ask, Spare: l.lend}
+	if l.permit {
+		p.Rate = int(math.Round(1000 * l.long.mean()))
+	}
 	l.local.push(p)
 	l.grant = 0 // handed back by the push; a new grant comes with the pull
 	l.syncing = true
@@ -221,6 +302,12 @@ func (l *lease) Held() int { return l.grant }
 func (l *lease) QuietSyncs() int {
 	if l.cur > 0 || l.local.unsynced() || l.local.waiting() {
 		return 0
+	}
+	if l.permit {
+		if l.grant == 0 && l.want() == 0 {
+			return Forever // nothing arrived in the window: it asks for nothing, and holds nothing
+		}
+		return 0 // a regrant depends on whether the key is contended
 	}
 	if l.ask {
 		if l.grant == 0 {
@@ -268,6 +355,10 @@ func (l *lease) Skip(n int) {
 		return
 	}
 	l.arr.closeEmpty(n)
+	if l.permit {
+		l.long.closeEmpty(n)
+		l.closed = min(l.closed+n, len(l.arr.intervals)*l.arr.span)
+	}
 	l.last = 0
 	l.wait = false
 	l.syncing = false

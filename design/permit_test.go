@@ -1,0 +1,72 @@
+package design_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/store/memstore"
+	"github.com/fleetlimit/fleetlimit/window"
+)
+
+// permit, L = 30: a spare of 3 (floor(0.1 L)), of which syncs lend 2 and 1
+// is kept for the central checks. Each row says which rule it shows.
+func TestPermitTimeline(t *testing.T) {
+	steps := []step{h(0, 0, "admit+rt", 0)} // no slot before a sync: the central check
+	for i := range 26 {
+		steps = append(steps, r(10+int64(i), 2, "admit+rt")) // the window holds 27
+	}
+	steps = append(steps,
+		// one arrival in its one interval: asks ceil(1 + 3) + 1 = 5, and
+		// the store lends beyond L: 27 + 5 = 32 = L + 2
+		h(1000, 0, "sync", 5),
+		r(1100, 1, "admit+rt"),  // 28 admitted + 5 lent + 1 <= L + 3: the kept spare
+		r(1200, 1, "reject+rt"), // the window has room for 2, but with the lent slots it would pass L + 3
+	)
+	for i := range 5 {
+		steps = append(steps, h(1300+100*int64(i), 0, "admit", 4-i)) // the slots, locally
+	}
+	steps = append(steps,
+		// the window now holds 33 = L + spare, the most any flood can
+		// reach; 6 arrivals over 2 intervals ask 10, and none is left
+		h(2000, 0, "sync", 0),
+	)
+	for i := range 6 { // six refusals for a full window: 2 x spare, the key is contended
+		steps = append(steps, r(2100+int64(i), 0, "reject+rt"))
+	}
+	steps = append(steps,
+		// at 10.3 s only 1100 and the five slots are left in the window,
+		// but the refusals of the last window still count: no slot at all
+		h(10300, 0, "sync", 0),
+		r(10400, 0, "admit+rt"), // the central check still admits within L
+		// a window later the key is calm: 10 slots (13 arrivals, the
+		// refused ones too, over 4 intervals: ceil(3.25 + 5.4) + 1)
+		h(20500, 0, "sync", 10),
+		h(20600, 0, "admit", 9),
+	)
+	timeline{"permit", 3, 30, 10 * time.Second, window.Sliding, time.Second, steps}.run(t)
+}
+
+// A permit gateway asks for slots while anything reached it in the last
+// five windows, and for none after.
+func TestPermitStopsAskingWhenIdle(t *testing.T) {
+	spec := window.Spec{Size: 10 * time.Second}
+	key := memstore.NewKey(30, spec)
+	g, err := design.New("permit", design.Config{Limit: 30, Window: spec, Gateways: 2, Sync: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := int64(time.Second)
+	if d, _ := g.Decide(0, 1); d != design.Ask {
+		t.Fatalf("a first request with no slot: %v, want ask", d)
+	}
+	for i := int64(1); i <= 52; i++ {
+		design.Sync(g, i*sec, key.SyncTo)
+		switch want := i <= 50; {
+		case want && g.Held() < 1:
+			t.Fatalf("sync %d, %d s after its arrival: holds %d, want at least 1", i, i, g.Held())
+		case !want && g.Held() != 0:
+			t.Fatalf("sync %d, %d s after its arrival (past 5 windows): holds %d, want 0", i, i, g.Held())
+		}
+	}
+}
