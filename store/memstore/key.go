@@ -104,6 +104,11 @@ type Key struct {
 	// per gateway: the Rate and Ask of its last spare push
 	// (store.Push.Rate), which rank the spare grants
 	rate, want []int
+	worth      [][]float64 // per gateway: store.SlotWorths of its rate and want
+	// lackVer changes whenever a gateway's rate, want or outstanding
+	// slots do; per gateway, its last ranked answer and what it answered
+	lackVer  uint64
+	rankMemo []rankMemo
 
 	tail entries // scratch for merges
 	exp  []int64 // scratch for Pull.Expiring
@@ -164,6 +169,8 @@ func (k *Key) gateway(gw int) {
 		k.demand = append(k.demand, 0)
 		k.rate = append(k.rate, 0)
 		k.want = append(k.want, 0)
+		k.worth = append(k.worth, nil)
+		k.rankMemo = append(k.rankMemo, rankMemo{})
 	}
 }
 
@@ -394,12 +401,14 @@ func (k *Key) SyncTo(now int64, p *store.Push, pull *store.Pull) {
 	if r := p.Repair; r != nil && len(r.Reseed) > 0 {
 		k.insert(p.Gateway, r.Reseed, r.ReseedCounts)
 	}
-	k.outTotal -= k.out[p.Gateway]
+	held := k.out[p.Gateway] // settled now, and compared with the new grant below
+	k.outTotal -= held
 	k.out[p.Gateway] = 0
 	for _, g := range p.Gone {
-		if g >= 0 && g < len(k.out) && g != p.Gateway {
+		if g >= 0 && g < len(k.out) && g != p.Gateway && k.out[g] != 0 {
 			k.outTotal -= k.out[g]
 			k.out[g] = 0
+			k.lackVer++
 		}
 	}
 	count := k.count
@@ -413,11 +422,16 @@ func (k *Key) SyncTo(now int64, p *store.Push, pull *store.Pull) {
 		k.demand[p.Gateway] = p.Ask
 		ask = min(ask, k.fairShare(p.Gateway, k.limit-count))
 	}
-	if p.Spare > 0 {
+	if p.Spare > 0 && (k.rate[p.Gateway] != p.Rate || k.want[p.Gateway] != p.Ask) {
 		k.rate[p.Gateway], k.want[p.Gateway] = p.Rate, p.Ask
+		k.worth[p.Gateway] = store.SlotWorths(k.worth[p.Gateway][:0], p.Rate, p.Ask)
+		k.lackVer++
 	}
 	if ask > 0 {
 		pull.Granted = k.grant(p.Gateway, ask, count, p.Spare)
+	}
+	if k.out[p.Gateway] != held {
+		k.lackVer++
 	}
 	pull.Outstanding, pull.Gen = k.outTotal, k.gen
 	if p.Horizon > 0 {
@@ -512,42 +526,82 @@ func Contended(spare int) int { return max(2*spare, 2) }
 // free ones, leaving those that other gateways asked for and do not hold
 // while they are worth more: a gateway's k-th slot is worth the chance that
 // k or more requests reach it in a sync interval, its arrivals being
-// Poisson at its last Rate (store.Push.Rate).
+// Poisson at its last Rate (store.SlotWorth). Its g-th slot is granted when
+// g and the slots worth more that others lack fit avail; that grows with g,
+// so a binary search finds the most, each probe a binary search per
+// gateway: a few hundred steps whatever the asks. The answer is kept until
+// another gateway's slots, rate or want change (lackVer): most syncs of a
+// quiet key find nothing changed but the gateway's own slots, settled and
+// granted again.
 func (k *Key) ranked(gw, ask, avail int) int {
-	g := 0
-	for g < ask && g < avail {
-		v := atLeast(k.rate[gw], g+1)
-		claims := 0
-		for j, want := range k.want {
-			if j == gw || want <= k.out[j] {
-				continue
-			}
-			for s := k.out[j] + 1; s <= want; s++ {
-				w := atLeast(k.rate[j], s)
-				if w < v || w == v && j > gw {
-					break
-				}
-				claims++
-			}
-		}
-		if avail-claims < g+1 {
-			break
-		}
-		g++
+	m := &k.rankMemo[gw]
+	if m.valid && m.ver == k.lackVer && m.ask == ask && m.avail == avail {
+		return m.got
 	}
-	return g
+	got := k.rank(gw, ask, avail)
+	*m = rankMemo{valid: true, ver: k.lackVer, ask: ask, avail: avail, got: got}
+	return got
 }
 
-// atLeast is the chance that a Poisson count of mean rate/1000 is at
-// least n.
-func atLeast(rate, n int) float64 {
-	l := float64(rate) / 1000
-	term, below := math.Exp(-l), 0.0
-	for i := 0; i < n; i++ {
-		below += term
-		term *= l / float64(i+1)
+// rankMemo is a gateway's last ranked answer: got for ask and avail while
+// the key's lackVer was ver.
+type rankMemo struct {
+	valid           bool
+	ver             uint64
+	ask, avail, got int
+}
+
+// rank is ranked without the memo.
+func (k *Key) rank(gw, ask, avail int) int {
+	lack := 0
+	for j, want := range k.want {
+		if j != gw {
+			lack += max(want-k.out[j], 0)
+		}
 	}
-	return 1 - below
+	lo, hi := max(min(ask, avail-lack), 0), min(ask, avail) // lo slots fit whatever the others lack
+	for lo < hi {
+		g := (lo + hi + 1) / 2
+		if g+k.claims(gw, k.slotWorth(gw, g)) <= avail {
+			lo = g
+		} else {
+			hi = g - 1
+		}
+	}
+	return lo
+}
+
+// claims is how many slots that other gateways asked for and do not hold
+// are worth more than v to them (or as much, for a lower index than gw).
+func (k *Key) claims(gw int, v float64) int {
+	c := 0
+	for j, want := range k.want {
+		if j == gw || want <= k.out[j] {
+			continue
+		}
+		lacking := k.worth[j][k.out[j]:want] // falling: count those that claim
+		if len(lacking) > 8 {
+			c += sort.Search(len(lacking), func(i int) bool {
+				return lacking[i] < v || lacking[i] == v && j > gw
+			})
+			continue
+		}
+		for _, w := range lacking {
+			if w < v || w == v && j > gw {
+				break
+			}
+			c++
+		}
+	}
+	return c
+}
+
+// slotWorth is store.SlotWorth of gateway gw's g-th slot at its last rate.
+func (k *Key) slotWorth(gw, g int) float64 {
+	if g <= len(k.worth[gw]) {
+		return k.worth[gw][g-1]
+	}
+	return store.SlotWorth(k.rate[gw], g)
 }
 
 // epochs moves the refusal counts on to the window-long epoch that holds
@@ -765,7 +819,7 @@ func (k *Key) idle(now int64) bool {
 func (k *Key) Grant(now int64, gw, n int) int {
 	k.advance(now)
 	k.gateway(gw)
-	return k.grant(gw, n, k.count, 0)
+	return k.roundTripGrant(gw, n, 0)
 }
 
 // GrantSpare is Grant lending up to spare slots beyond the limit while the
@@ -773,5 +827,15 @@ func (k *Key) Grant(now int64, gw, n int) int {
 func (k *Key) GrantSpare(now int64, gw, n, spare int) int {
 	k.advance(now)
 	k.gateway(gw)
-	return k.grant(gw, n, k.count, spare)
+	return k.roundTripGrant(gw, n, spare)
+}
+
+// roundTripGrant is grant outside a sync: new slots change what the
+// others lack (lackVer).
+func (k *Key) roundTripGrant(gw, n, spare int) int {
+	g := k.grant(gw, n, k.count, spare)
+	if g > 0 {
+		k.lackVer++
+	}
+	return g
 }

@@ -156,7 +156,10 @@ func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint6
 				p := push(i, g)
 				p.Horizon, p.Ask, p.Gone = horizon, ask, gone
 				if spare > 0 {
-					p.Spare, p.Rate = spare, rng.IntN(3000)
+					p.Spare, p.Rate = spare, rng.IntN(3000) // SlotWorth's Poisson tail
+					if rng.IntN(2) == 0 {
+						p.Rate = 30_000 + rng.IntN(30_000) // its normal approximation
+					}
 				}
 				a[i] = store.SyncItem{Key: keys[i], Push: p}
 				b[i] = store.SyncItem{Key: keys[i], Push: p}

@@ -130,9 +130,18 @@ local function refuse(h, e)
   local f0, f1 = refusals(h, e)
   redis.call('HSET', h, 'fe', e, 'f0', f0, 'f1', f1 + 1)
 end
--- atLeast is the chance that a Poisson count of mean rate/1000 is at least n.
-local function atLeast(rate, n)
-  local l = rate / 1000
+-- erfc and worth are store.SlotWorth's: the chance that n or more
+-- requests reach a gateway of rate r (mean r/1000 per interval).
+local function erfc(x)
+  if x < 0 then return 2 - erfc(-x) end
+  local t = 1 / (1 + 0.3275911 * x)
+  local poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+  return poly * math.exp(-x * x)
+end
+local function worth(r, n)
+  local l = r / 1000
+  if n <= 0 then return 1 end
+  if l > 30 then return erfc((n - 0.5 - l) / math.sqrt(2 * l)) / 2 end
   local term, below = math.exp(-l), 0
   for i = 0, n - 1 do
     below = below + term
@@ -140,9 +149,9 @@ local function atLeast(rate, n)
   end
   return 1 - below
 end
--- ranked is how many of gw's ask slots to grant of avail, leaving those
--- other gateways asked for ("w:gw") and do not hold ("o:gw") while each is
--- worth more: a k-th slot is worth atLeast(its gateway's "r:gw", k).
+-- ranked is memstore's: how many of gw's ask slots to grant of avail,
+-- leaving those other gateways asked for ("w:gw") and do not hold ("o:gw")
+-- while each is worth more, by binary searches.
 local function ranked(h, gw, ask, avail)
   local all = redis.call('HGETALL', h)
   local out, rate, want = {}, {}, {}
@@ -152,23 +161,32 @@ local function ranked(h, gw, ask, avail)
     elseif f == 'r:' then rate[j] = tonumber(all[i + 1])
     elseif f == 'w:' then want[j] = tonumber(all[i + 1]) end
   end
-  local me, g = tonumber(gw), 0
-  while g < ask and g < avail do
-    local v, claims = atLeast(rate[gw] or 0, g + 1), 0
+  local me, lack = tonumber(gw), 0
+  for j, wj in pairs(want) do
+    if j ~= gw then lack = lack + math.max(wj - (out[j] or 0), 0) end
+  end
+  local claims = function(v)
+    local c = 0
     for j, wj in pairs(want) do
       local oj = out[j] or 0
       if j ~= gw and wj > oj then
-        for k = oj + 1, wj do
-          local x = atLeast(rate[j] or 0, k)
-          if x < v or (x == v and tonumber(j) > me) then break end
-          claims = claims + 1
+        local lo, hi = 0, wj - oj -- the first of the lacking slots that does not claim
+        while lo < hi do
+          local m = math.floor((lo + hi) / 2)
+          local w = worth(rate[j] or 0, oj + 1 + m)
+          if w < v or (w == v and tonumber(j) > me) then hi = m else lo = m + 1 end
         end
+        c = c + lo
       end
     end
-    if avail - claims < g + 1 then break end
-    g = g + 1
+    return c
   end
-  return g
+  local lo, hi = math.max(math.min(ask, avail - lack), 0), math.min(ask, avail)
+  while lo < hi do
+    local g = math.floor((lo + hi + 1) / 2)
+    if g + claims(worth(rate[gw] or 0, g)) <= avail then lo = g else hi = g - 1 end
+  end
+  return lo
 end
 -- grant gives gw up to ask slots within the limit; with a spare, within
 -- the limit plus spare, ranked, while the key is not contended in epoch e,
