@@ -56,6 +56,11 @@ type Push struct {
 	// a higher Rate asked for and do not hold, so that the spare room goes
 	// where the next request is likeliest.
 	Rate int
+	// Refused, with a Spare, counts the requests this gateway refused
+	// since its last sync without asking, its view of the window full (a
+	// central check would have been refused for a full window): the store
+	// counts them as such refusals, which mark the key contended.
+	Refused int
 	// Horizon is how far ahead, in nanoseconds, the gateway wants to know
 	// which stamps leave the window (see Pull.Expiring); 0 asks for none.
 	Horizon int64

@@ -422,6 +422,10 @@ func (k *Key) SyncTo(now int64, p *store.Push, pull *store.Pull) {
 		k.demand[p.Gateway] = p.Ask
 		ask = min(ask, k.fairShare(p.Gateway, k.limit-count))
 	}
+	if p.Spare > 0 && p.Refused > 0 {
+		k.epochs(now)
+		k.refusals[1] += p.Refused
+	}
 	if p.Spare > 0 && (k.rate[p.Gateway] != p.Rate || k.want[p.Gateway] != p.Ask) {
 		k.rate[p.Gateway], k.want[p.Gateway] = p.Rate, p.Ask
 		k.worth[p.Gateway] = store.SlotWorths(k.worth[p.Gateway][:0], p.Rate, p.Ask)

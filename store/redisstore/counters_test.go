@@ -160,6 +160,9 @@ func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint6
 					if rng.IntN(2) == 0 {
 						p.Rate = 30_000 + rng.IntN(30_000) // its normal approximation
 					}
+					if rng.IntN(8) == 0 {
+						p.Refused = 1 + rng.IntN(3) // refusals the gateway made alone
+					}
 				}
 				a[i] = store.SyncItem{Key: keys[i], Push: p}
 				b[i] = store.SyncItem{Key: keys[i], Push: p}

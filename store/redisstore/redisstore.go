@@ -326,7 +326,7 @@ func syncArgs(args []any, now int64, k store.Key, pu store.Push) []any {
 		r = *pu.Repair
 	}
 	args = append(args, us(now), pu.Gateway, pu.Seq, pu.Ask, until, wantOwn, len(pu.Admits), pu.Epoch, len(pu.Gone),
-		len(r.Withdraw), len(r.Reseed), r.ReseedID, pu.Spare, pu.Rate, epochOf(now, k))
+		len(r.Withdraw), len(r.Reseed), r.ReseedID, pu.Spare, pu.Rate, epochOf(now, k), pu.Refused)
 	for _, g := range pu.Gone {
 		args = append(args, g)
 	}

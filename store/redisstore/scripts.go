@@ -126,9 +126,9 @@ local function refusals(h, e)
   if e ~= fe then return 0, 0 end
   return f0, f1
 end
-local function refuse(h, e)
+local function refuse(h, e, n)
   local f0, f1 = refusals(h, e)
-  redis.call('HSET', h, 'fe', e, 'f0', f0, 'f1', f1 + 1)
+  redis.call('HSET', h, 'fe', e, 'f0', f0, 'f1', f1 + (n or 1))
 end
 -- erfc and worth are store.SlotWorth's: the chance that n or more
 -- requests reach a gateway of rate r (mean r/1000 per interval).
@@ -211,7 +211,7 @@ end
 // z1, h1, z2, h2, ...; ARGV holds, for each key in turn: lo, limit, ttl,
 // now, gw, seq, ask, until (0: no expiring stamps wanted), want own (0 or
 // 1), n, epoch, g, w, r, rid, spare, rate, e (the window-long epoch of now,
-// for the spare's refusals); then g gone gateways (whose lease slots are
+// for the spare's refusals), refused (Push.Refused); then g gone gateways (whose lease slots are
 // settled), n pairs of stamp (µs) and count (the admits), w pairs of query
 // ID and count (the withdrawals, applied first) and r pairs of stamp and
 // count (a re-seed, numbered rid). It returns, for each key: count, own (0
@@ -231,16 +231,17 @@ for k = 1, #KEYS, 2 do
   local g, nw, nr = tonumber(ARGV[p + 12]), tonumber(ARGV[p + 13]), tonumber(ARGV[p + 14])
   local rid = ARGV[p + 15]
   local spare, rate, e = tonumber(ARGV[p + 16]), ARGV[p + 17], tonumber(ARGV[p + 18])
+  local refused = tonumber(ARGV[p + 19])
   local life = gen(h)
   for i = 1, g do
-    local d = ARGV[p + 18 + i]
+    local d = ARGV[p + 19 + i]
     local o = tonumber(redis.call('HGET', h, 'o:' .. d) or '0')
     if o ~= 0 and d ~= gw then
       redis.call('HSET', h, 'o:' .. d, 0)
       redis.call('HINCRBY', h, 'ot', -o)
     end
   end
-  local q = p + 18 + g
+  local q = p + 19 + g
   trim(z, h, lo_s)
   for i = 1, nw do
     local at = q + 2 * n + 2 * i
@@ -280,6 +281,7 @@ for k = 1, #KEYS, 2 do
   end
   local c = count(h)
   local granted = 0
+  if spare > 0 and refused > 0 then refuse(h, e, refused) end
   if spare > 0 then redis.call('HSET', h, 'r:' .. gw, rate, 'w:' .. gw, ask) end
   if ask > 0 then granted = grant(h, limit, gw, ask, c, spare, e) end
   local own = 0
@@ -305,7 +307,7 @@ for k = 1, #KEYS, 2 do
     res[#res + 1] = 0
   end
   touch(z, h, ttl)
-  p = p + 18 + g + 2 * n + 2 * nw + 2 * nr
+  p = p + 19 + g + 2 * n + 2 * nw + 2 * nr
 end
 return res
 `)

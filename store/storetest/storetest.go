@@ -542,6 +542,22 @@ var contract = []struct {
 			t.Fatalf("a calm key lent %d slots, want 2 (L + spare less gateway 2's slot)", p.Granted)
 		}
 	}},
+	{"spare: refusals a sync reports mark the key contended", func(t *testing.T, b store.Backend) {
+		k := key(t, 4, sliding) // spare 2: four refusals make the key contended
+		if p := sync1(t, b, at(0), k, store.Push{Gateway: 0, Ask: 2, Spare: 2, Rate: 500, Refused: 3}); p.Granted != 2 {
+			t.Fatalf("three refusals reported: %d slots, want 2 (not yet contended)", p.Granted)
+		}
+		if p := sync1(t, b, at(10), k, store.Push{Gateway: 1, Ask: 2, Spare: 2, Rate: 500, Refused: 1}); p.Granted != 0 {
+			t.Fatalf("the fourth refusal reported with the ask: %d slots lent, want none", p.Granted)
+		}
+		if p := sync1(t, b, at(20), k, store.Push{Gateway: 2, Ask: 1, Refused: 9}); p.Granted != 1 {
+			t.Fatalf("a sync without a spare: %d, want 1 (the limit's room; its refusals do not count)", p.Granted)
+		}
+		// two epochs on, calm again
+		if p := sync1(t, b, at(20_500), k, store.Push{Gateway: 1, Ask: 2, Spare: 2, Rate: 500}); p.Granted != 2 {
+			t.Fatalf("a calm key lent %d slots, want 2", p.Granted)
+		}
+	}},
 	{"spare: a grant leaves the slots worth more to others", func(t *testing.T, b store.Backend) {
 		k := key(t, 4, sliding) // spare 2: six slots in all
 		push := func(now int64, gw, ask, rate int) store.Pull {
