@@ -76,9 +76,16 @@ type lease struct {
 	lend   int      // permit: the part of it syncs may grant (the push's Spare)
 	long   arrivals // permit: arrivals over the last permitMemory windows, which rank its asks
 	closed int      // permit: the sync intervals closed, up to a window's
-	grant  int      // unused granted slots
-	slot   bool     // the last admit spent a slot
-	local  local
+	// permit: the store's count as last told, aged by the stamps it said
+	// leave the window soon (told: since a pull or an answer); the
+	// requests refused alone on it since the last push, and those the
+	// push in flight reports (store.Push.Refused)
+	view            storeView
+	told            bool
+	refused, report int
+	grant           int  // unused granted slots
+	slot            bool // the last admit spent a slot
+	local           local
 
 	arr  arrivals // arrivals per sync interval over the last window
 	cur  int      // arrivals in the open interval
@@ -147,9 +154,11 @@ func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 		l.local.add(now, n)
 		return Admit, store.Query{}
 	}
-	q := store.Query{Kind: store.QueryCentral, N: n, Spare: int32(l.spare)}
-	if l.permit {
+	if l.permit && l.fullView(now, n) {
+		l.refused += n
+		return Reject, store.Query{}
 	}
+	q := store.Query{Kind: store.QueryCentral, N: n, Spare: int32(l.spare)}
 	switch {
 	case l.syncing || l.permit:
 	case !l.ask || l.wait:
@@ -161,9 +170,26 @@ func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 	return Ask, q
 }
 
+// fullView reports whether permit's view of the store's window leaves no
+// room for n: the central check would be refused for a full window, so the
+// request is refused without asking. The view holds until the stamps the
+// last pull said would leave run out, a horizon past the pull.
+func (l *lease) fullView(now int64, n int) bool {
+	if !l.told || l.syncing || now > l.view.at+l.horizon() {
+		return false
+	}
+	return l.view.known(l.cfg.Window.Lo(now))+n > l.cfg.Limit
+}
+
+// horizon is how far past a pull permit's view knows which stamps leave.
+func (l *lease) horizon() int64 { return HorizonSyncs * int64(l.cfg.Sync) }
+
 func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
 	if l.local.answered(now, q.Call, a.Gen) {
 		l.floor, l.floorAt = l.count+l.centralSince, l.pullAt
+	}
+	if l.permit && q.Kind == store.QueryCentral {
+		l.view.rebase(now, l.cfg.Window.Lo(now), a.Count)
 	}
 	if l.floor > 0 && l.floorAt < l.cfg.Window.Lo(now) {
 		l.floor = 0
@@ -260,6 +286,7 @@ func (l *lease) SyncPush(now int64, p *store.Push) {
 	*p = store.Push{Gateway: l.cfg.Gateway, Ask: ask, Spare: l.lend}
 	if l.permit {
 		p.Rate = int(math.Round(1000 * l.long.mean()))
+		p.Horizon, p.Refused, l.report = l.horizon(), l.refused, l.refused
 	}
 	l.local.push(p)
 	l.grant = 0 // handed back by the push; a new grant comes with the pull
@@ -284,6 +311,12 @@ func (l *lease) SyncPull(now int64, p *store.Pull) {
 		}
 	}
 	l.pullAt, l.outstanding, l.granted = now, p.Outstanding, p.Granted
+	if l.permit {
+		l.view.pulled(now, p)
+		l.told = true
+		l.refused -= l.report // reported; those since the push go with the next
+		l.report = 0
+	}
 	l.local.settle()
 	l.wait = false
 	l.syncing = false
@@ -304,7 +337,7 @@ func (l *lease) QuietSyncs() int {
 		return 0
 	}
 	if l.permit {
-		if l.grant == 0 && l.want() == 0 {
+		if l.grant == 0 && l.want() == 0 && l.refused == 0 {
 			return Forever // nothing arrived in the window: it asks for nothing, and holds nothing
 		}
 		return 0 // a regrant depends on whether the key is contended
@@ -324,15 +357,32 @@ func (l *lease) QuietSyncs() int {
 // RefusesUntil: with no slot left, lease rejects until its next sync, and
 // so does lease-ask once the store refused it (wait) or while a sync is out
 // (it would ask the central check).
+// permit rejects while its view is full: until a stamp of the view leaves
+// the window, or the view's horizon passes.
 func (l *lease) RefusesUntil(now int64) int64 {
+	if l.permit {
+		if l.grant >= 1 || !l.fullView(now, 1) {
+			return now
+		}
+		u := l.view.at + l.horizon() + 1
+		if t, ok := l.view.nextExpiry(); ok {
+			u = min(u, l.cfg.Window.Reset(now, t))
+		}
+		return u
+	}
 	if l.grant >= 1 || l.syncing || l.ask && !l.wait {
 		return now
 	}
 	return math.MaxInt64
 }
 
-// Refused counts the arrivals, as Decide does.
-func (l *lease) Refused(n int) { l.cur += n }
+// Refused counts the arrivals, as Decide does, and permit's refusals.
+func (l *lease) Refused(n int) {
+	l.cur += n
+	if l.permit {
+		l.refused += n
+	}
+}
 
 // CountsRefusals is true: the arrivals size the next ask.
 func (l *lease) CountsRefusals() bool { return true }
@@ -364,8 +414,9 @@ func (l *lease) Skip(n int) {
 	l.syncing = false
 }
 
-// PullsView is false: a lease's state is its own.
-func (l *lease) PullsView() bool { return false }
+// PullsView is false for lease and lease-ask, whose state is their own;
+// true for permit, which rejects on the view of its last pull.
+func (l *lease) PullsView() bool { return l.permit }
 
 // View returns the slots held for lease, for which more come only with a
 // sync. lease-ask, which asks the store when they run out, sees what the

@@ -31,18 +31,26 @@ func TestPermitTimeline(t *testing.T) {
 		// reach; 6 arrivals over 2 intervals ask 10, and none is left
 		h(2000, 0, "sync", 0),
 	)
-	for i := range 6 { // six refusals for a full window: 2 x spare, the key is contended
-		steps = append(steps, r(2100+int64(i), 0, "reject+rt"))
+	// the pull said 33 > L: gateway 0 refuses alone, without a round
+	// trip, until a stamp it was told of leaves; a gateway never told
+	// asks, and the store refuses it for a full window
+	for i := range 6 {
+		steps = append(steps, h(2100+int64(i), 0, "reject", 0))
 	}
 	steps = append(steps,
-		// at 10.3 s only 1100 and the five slots are left in the window,
-		// but the refusals of the last window still count: no slot at all
+		r(2200, 2, "reject+rt"),
+		// at 10.3 s only 1100 and the five slots are left in the window;
+		// gateway 0's push reports its six refusals, with the store's one
+		// past 2 x spare: the key is contended, no slot at all
 		h(10300, 0, "sync", 0),
 		r(10400, 0, "admit+rt"), // the central check still admits within L
-		// a window later the key is calm: 10 slots (13 arrivals, the
-		// refused ones too, over 4 intervals: ceil(3.25 + 5.4) + 1)
-		h(20500, 0, "sync", 10),
-		h(20600, 0, "admit", 9),
+		// the reported refusals count in the epoch of the report (10-20 s)
+		// and the next: still contended
+		h(20500, 0, "sync", 0),
+		// a window later the key is calm: 9 slots (13 arrivals, the
+		// refused ones too, over 5 intervals: ceil(2.6 + 4.84) + 1)
+		h(30500, 0, "sync", 9),
+		h(30600, 0, "admit", 8),
 	)
 	timeline{"permit", 3, 30, 10 * time.Second, window.Sliding, time.Second, steps}.run(t)
 }
