@@ -154,6 +154,9 @@ func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 		l.local.add(now, n)
 		return Admit, store.Query{}
 	}
+	if l.permit && l.wait {
+		return Reject, store.Query{} // the slots out fill L + spare: so until the next pull
+	}
 	if l.permit && l.fullView(now, n) {
 		l.refused += n
 		return Reject, store.Query{}
@@ -190,6 +193,9 @@ func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict 
 	}
 	if l.permit && q.Kind == store.QueryCentral {
 		l.view.rebase(now, l.cfg.Window.Lo(now), a.Count)
+		// refused with room in the window: the slots outstanding fill
+		// L + spare, and only syncs return them
+		l.wait = !a.Admit && a.Count+n <= l.cfg.Limit
 	}
 	if l.floor > 0 && l.floorAt < l.cfg.Window.Lo(now) {
 		l.floor = 0
@@ -357,11 +363,18 @@ func (l *lease) QuietSyncs() int {
 // RefusesUntil: with no slot left, lease rejects until its next sync, and
 // so does lease-ask once the store refused it (wait) or while a sync is out
 // (it would ask the central check).
-// permit rejects while its view is full: until a stamp of the view leaves
-// the window, or the view's horizon passes.
+// permit rejects until its next sync once a central check was refused for
+// the slots outstanding, and while its view is full: until a stamp of the
+// view leaves the window, or the view's horizon passes.
 func (l *lease) RefusesUntil(now int64) int64 {
 	if l.permit {
-		if l.grant >= 1 || !l.fullView(now, 1) {
+		if l.grant >= 1 || l.syncing {
+			return now
+		}
+		if l.wait {
+			return math.MaxInt64
+		}
+		if !l.fullView(now, 1) {
 			return now
 		}
 		u := l.view.at + l.horizon() + 1
@@ -379,8 +392,8 @@ func (l *lease) RefusesUntil(now int64) int64 {
 // Refused counts the arrivals, as Decide does, and permit's refusals.
 func (l *lease) Refused(n int) {
 	l.cur += n
-	if l.permit {
-		l.refused += n
+	if l.permit && !l.wait {
+		l.refused += n // on a full view, as Decide counts them
 	}
 }
 

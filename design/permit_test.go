@@ -22,6 +22,7 @@ func TestPermitTimeline(t *testing.T) {
 		h(1000, 0, "sync", 5),
 		r(1100, 1, "admit+rt"),  // 28 admitted + 5 lent + 1 <= L + 3: the kept spare
 		r(1200, 1, "reject+rt"), // the window has room for 2, but with the lent slots it would pass L + 3
+		r(1250, 1, "reject"),    // and only syncs return slots: alone until its next pull
 	)
 	for i := range 5 {
 		steps = append(steps, h(1300+100*int64(i), 0, "admit", 4-i)) // the slots, locally
