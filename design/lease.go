@@ -162,6 +162,9 @@ func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 		return Reject, store.Query{}
 	}
 	q := store.Query{Kind: store.QueryCentral, N: n, Spare: int32(l.spare)}
+	if l.permit {
+		q.TopUp = l.topUp(now)
+	}
 	switch {
 	case l.syncing || l.permit:
 	case !l.ask || l.wait:
@@ -182,6 +185,17 @@ func (l *lease) fullView(now int64, n int) bool {
 		return false
 	}
 	return l.view.known(l.cfg.Window.Lo(now))+n > l.cfg.Limit
+}
+
+// topUp is the slots permit asks with a central check: while its view
+// shows the window at most half full, what it would ask at a sync, so that
+// a hot key whose arrivals outran its slots does not send the rest of the
+// interval to the store (a sync in flight would forget them: none then).
+func (l *lease) topUp(now int64) int16 {
+	if !l.told || l.syncing || 2*(l.view.known(l.cfg.Window.Lo(now))+1) > l.cfg.Limit {
+		return 0
+	}
+	return int16(min(l.want(), math.MaxInt16))
 }
 
 // horizon is how far past a pull permit's view knows which stamps leave.
@@ -210,6 +224,8 @@ func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict 
 		}
 		l.centralSince += n
 		l.local.remember(now, n)
+		l.grant += a.Granted // a top-up
+		l.granted += a.Granted
 		return Admit
 	}
 	l.grant += a.Granted

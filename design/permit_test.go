@@ -44,7 +44,10 @@ func TestPermitTimeline(t *testing.T) {
 		// gateway 0's push reports its six refusals, with the store's one
 		// past 2 x spare: the key is contended, no slot at all
 		h(10300, 0, "sync", 0),
-		r(10400, 0, "admit+rt"), // the central check still admits within L
+		// the central check still admits within L, and with the window
+		// less than half full tops up what a sync would ask, within L:
+		// ceil(4 + 6) + 1 = 11 (12 arrivals over 3 intervals)
+		h(10400, 0, "admit+rt", 11),
 		// the reported refusals count in the epoch of the report (10-20 s)
 		// and the next: still contended
 		h(20500, 0, "sync", 0),

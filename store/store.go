@@ -166,6 +166,13 @@ func (k QueryKind) String() string {
 // memstore.Key.Answer) and hands the Answer back to the design.
 type Query struct {
 	Kind QueryKind
+	// TopUp, for a central check, asks that an admit also grant up to
+	// TopUp lease slots within the limit (as a QueryGrant without a
+	// Spare), in Answer.Granted: a hot gateway whose slots ran out gets
+	// more with the one round trip. Not with window buckets on Redis, and
+	// not for the queries of several limits answered as one (MultiAsker),
+	// which grant nothing. (An int16 beside Kind and Spare.)
+	TopUp int16
 	// Spare, for a central check, is the room beyond the limit that the
 	// outstanding lease slots may take: it admits if the window's admits
 	// and N make at most L and, with the slots outstanding, at most

@@ -720,7 +720,11 @@ func (k *Key) Answer(now int64, gw int, q store.Query) store.Answer {
 	switch q.Kind {
 	case store.QueryCentral:
 		ok, count := k.central(now, gw, q.N, epoch, id, int(q.Spare))
-		return store.Answer{Admit: ok, Count: count, Gen: k.gen}
+		a := store.Answer{Admit: ok, Count: count, Gen: k.gen}
+		if ok && q.TopUp > 0 {
+			a.Granted = k.roundTripGrant(gw, int(q.TopUp), 0)
+		}
+		return a
 	case store.QueryGrant:
 		return store.Answer{Granted: k.GrantSpare(now, gw, q.N, int(q.Spare)), Gen: k.gen}
 	case store.QueryCounter:

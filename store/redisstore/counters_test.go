@@ -187,6 +187,9 @@ func differential(t *testing.T, rs *redisstore.Store, sp window.Spec, seed uint6
 				q = store.Query{Kind: store.QueryGrant, N: 1 + rng.IntN(5), Call: &store.Call{Epoch: s.epoch, Withdraw: s.pending}}
 			}
 			q.Spare = int32(spare)
+			if spare > 0 && q.Kind == store.QueryCentral && rng.IntN(3) == 0 {
+				q.TopUp = int16(1 + rng.IntN(4)) // slots with the admit
+			}
 			carried := len(st[k][g].stamps) > 0 && rng.IntN(2) == 0 && op == 8
 			if carried {
 				p := push(k, g)

@@ -228,7 +228,7 @@ func head(now int64, k store.Key, horizon int64) []any {
 func epochOf(now int64, k store.Key) int64 { return now / int64(k.Window.Size) }
 
 // errSpareCounters refuses spare lease slots on a key counted in buckets.
-var errSpareCounters = errors.New("redisstore: spare lease slots (store.Push.Spare, design permit) need the exact log here: window buckets are not supported with them")
+var errSpareCounters = errors.New("redisstore: spare lease slots and top-ups (store.Push.Spare, store.Query.TopUp, design permit) need the exact log here: window buckets are not supported with them")
 
 // Sync applies a batch of pushes in one pipelined round trip.
 func (s *Store) Sync(ctx context.Context, now int64, items []store.SyncItem) error {
@@ -447,7 +447,7 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 		if k.Part > 0 {
 			return store.Answer{}, errPartCounters
 		}
-		if q.Spare > 0 {
+		if q.Spare > 0 || q.TopUp > 0 {
 			return store.Answer{}, errSpareCounters
 		}
 		return s.askCounted(ctx, now, k, gw, q)
@@ -464,7 +464,7 @@ func (s *Store) Ask(ctx context.Context, now int64, k store.Key, gw int, q store
 	for _, w := range call.Withdraw {
 		args = append(args, w.ID, w.N)
 	}
-	args = append(args, q.Spare, epochOf(now, k))
+	args = append(args, q.TopUp, q.Spare, epochOf(now, k))
 	var c *redis.Cmd
 	if carries(q) {
 		pu := *q.Carry
@@ -502,7 +502,8 @@ func deadlineOf(ctx context.Context) int64 {
 	return 0
 }
 
-// answerOf reads the answer of a central check ({admitted, count, gen}) or
+// answerOf reads the answer of a central check ({admitted, count, gen} and,
+// on the exact log, granted) or
 // grant ({granted, gen}) script; a first figure of -1 means the call
 // reached Redis after its deadline, or was withdrawn, and changed nothing.
 func answerOf(c *redis.Cmd, k store.Key, q store.Query) (store.Answer, error) {
@@ -513,17 +514,15 @@ func answerOf(c *redis.Cmd, k store.Key, q store.Query) (store.Answer, error) {
 	if len(vals) > 0 && vals[0] < 0 {
 		return store.Answer{}, errExpired
 	}
-	want := 3
-	if q.Kind == store.QueryGrant {
-		want = 2
-	}
-	if len(vals) != want {
-		return store.Answer{}, fmt.Errorf("redisstore: %v of %q answered %v", q.Kind, k.Name, vals)
-	}
-	if q.Kind == store.QueryGrant {
+	switch {
+	case q.Kind == store.QueryGrant && len(vals) == 2:
 		return store.Answer{Granted: int(vals[0]), Gen: uint64(vals[1])}, nil
+	case q.Kind == store.QueryCentral && len(vals) == 3: // in counters: no top-up
+		return store.Answer{Admit: vals[0] == 1, Count: int(vals[1]), Gen: uint64(vals[2])}, nil
+	case q.Kind == store.QueryCentral && len(vals) == 4:
+		return store.Answer{Admit: vals[0] == 1, Count: int(vals[1]), Gen: uint64(vals[2]), Granted: int(vals[3])}, nil
 	}
-	return store.Answer{Admit: vals[0] == 1, Count: int(vals[1]), Gen: uint64(vals[2])}, nil
+	return store.Answer{}, fmt.Errorf("redisstore: %v of %q answered %v", q.Kind, k.Name, vals)
 }
 
 // carried runs the sync script sync with arguments push for a carried

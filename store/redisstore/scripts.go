@@ -314,26 +314,28 @@ return res
 
 // centralScript: KEYS = z, h; ARGV = lo, limit, ttl, now, gw, n, deadline,
 // id, epoch, w, then w pairs of query ID and count (withdrawals of the
-// gateway's earlier queries, applied first), then spare and e (the
-// window-long epoch of now). Returns {admitted, count,
-// gen}, or {-1, 0, 0} past the deadline or for a withdrawn query. A query
+// gateway's earlier queries, applied first), then top-up (store.Query.TopUp),
+// spare and e (the window-long epoch of now). Returns {admitted, count,
+// gen, granted}, or {-1, 0, 0} past the deadline or for a withdrawn query. A query
 // with an ID logs its admit as "gw:epoch:cID", which a withdrawal can name;
 // the others as "gw:cN".
 var centralScript = redis.NewScript(lib + queryStart + `
 touch(z, h, ttl)
 if c + n > limit or c + ot + n > limit + spare then
   if spare > 0 and n > 0 and c + n > limit then refuse(h, e) end
-  return {0, c, life}
+  return {0, c, life, 0}
 end
 if n > 0 then
   if not base then base = gw .. ':c' .. redis.call('HINCRBY', h, 'c', 1) end
   add(z, h, {now}, {member(base, n)})
 end
-return {1, c + n, life}
+local topup, g = tonumber(ARGV[#ARGV - 2]), 0
+if topup > 0 then g = grant(h, limit, gw, topup, c + n, 0, e) end
+return {1, c + n, life, g}
 `)
 
-// grantScript: KEYS = z, h; ARGV as centralScript's. Returns {granted,
-// gen}, or {-1, 0, 0} past the deadline.
+// grantScript: KEYS = z, h; ARGV as centralScript's (the top-up unread).
+// Returns {granted, gen}, or {-1, 0, 0} past the deadline.
 var grantScript = redis.NewScript(lib + queryStart + `
 local g = grant(h, limit, gw, n, c, spare, e)
 touch(z, h, ttl)

@@ -542,6 +542,42 @@ var contract = []struct {
 			t.Fatalf("a calm key lent %d slots, want 2 (L + spare less gateway 2's slot)", p.Granted)
 		}
 	}},
+	{"a central admit tops up lease slots within the limit", func(t *testing.T, b store.Backend) {
+		k := key(t, 10, sliding)
+		ask := func(now int64, gw int, topUp int16) store.Answer {
+			a, err := b.Ask(ctx, now, k, gw, store.Query{Kind: store.QueryCentral, N: 1, Spare: 2, TopUp: topUp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+		if a := ask(at(0), 0, 3); !a.Admit || a.Count != 1 || a.Granted != 3 {
+			t.Fatalf("a central admit with a top-up of 3: %+v, want admitted at 1 with 3 slots", a)
+		}
+		for i := range 5 {
+			ask(at(1+int64(i)), 1, 0)
+		}
+		// 6 admitted, 3 out: one slot of the limit is left, not the spare
+		if a := ask(at(10), 1, 4); !a.Admit || a.Count != 7 || a.Granted != 0 {
+			t.Fatalf("a top-up past the limit's room: %+v, want admitted with none (6 + 3 out + 1 = L)", a)
+		}
+		if p := sync1(t, b, at(20), k, store.Push{Gateway: 2}); p.Outstanding != 3 {
+			t.Fatalf("outstanding %d, want gateway 0's 3", p.Outstanding)
+		}
+		sync1(t, b, at(30), k, store.Push{Gateway: 0}) // hands them back
+		if a := ask(at(40), 2, 5); !a.Admit || a.Granted != 2 {
+			t.Fatalf("a top-up with 8 admitted: %+v, want 2 slots (L − 8)", a)
+		}
+		// 8 admitted and 2 out: the spare admits two more, with no slot
+		for i := range 2 {
+			if a := ask(at(50+int64(i)), 2, 5); !a.Admit || a.Count != 9+i || a.Granted != 0 {
+				t.Fatalf("admit %d within the spare: %+v, want admitted at %d with no slot", i+1, a, 9+i)
+			}
+		}
+		if a := ask(at(60), 2, 5); a.Admit || a.Granted != 0 {
+			t.Fatalf("a refused central check topped up: %+v", a)
+		}
+	}},
 	{"spare: refusals a sync reports mark the key contended", func(t *testing.T, b store.Backend) {
 		k := key(t, 4, sliding) // spare 2: four refusals make the key contended
 		if p := sync1(t, b, at(0), k, store.Push{Gateway: 0, Ask: 2, Spare: 2, Rate: 500, Refused: 3}); p.Granted != 2 {
