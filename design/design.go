@@ -303,7 +303,7 @@ var StudyDesigns = []string{"central-log", "split", "shared-counter", "extrapola
 
 // OwnDesigns are fleetlimit's designs beyond the study's, which take part in
 // every part of the study beside them.
-var OwnDesigns = []string{"headroom"}
+var OwnDesigns = []string{"headroom", "permit"}
 
 // New builds the named design for one gateway.
 func New(name string, c Config) (Gateway, error) {

@@ -43,7 +43,7 @@ func TestAdviseFollowsTheSimulatedFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cands) != 8*2+1 { // central-log once: it never syncs
+	if len(cands) != len(BeyondDesigns())*2-1 { // central-log once: it never syncs
 		t.Fatalf("%d candidates", len(cands))
 	}
 	for i, c := range cands {

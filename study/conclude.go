@@ -146,12 +146,15 @@ func (s section) scaleFinding() string {
 	if len(ks) < 2 {
 		return ""
 	}
+	last := ks[len(ks)-1]
+	if s.has(PartFleet) {
+		last = FleetGateways[len(FleetGateways)-1]
+	}
 	var parts []string
-	for _, d := range []string{"lease-ask", headroomName} {
+	for _, d := range fleetDesigns {
 		var at []string
-		for _, k := range []int{ks[0], ks[len(ks)-1]} {
-			c := Cell{PartHonest, d, k, refSync, quietLimit, refWindow, window.Sliding, 0, refHonest, sim.Uneven, ""}
-			if v, ok := s.t[c]; ok {
+		for _, k := range []int{ks[0], last} {
+			if v, ok := s.t[quietTripsCell(d, k, sim.Uneven)]; ok {
 				at = append(at, fmt.Sprintf("%.1f%% at K = %d", v.RoundTripPct, k))
 			}
 		}

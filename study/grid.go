@@ -146,7 +146,11 @@ func Grid() []Run {
 	for _, name := range BeyondDesigns() {
 		runs = append(runs, limitRuns(name)...)
 	}
-	return append(runs, peerRuns()...)
+	runs = append(runs, peerRuns()...)
+	for _, name := range GridDesigns() {
+		runs = append(runs, fleetRuns(name)...)
+	}
+	return runs
 }
 
 // The beyond part's axes.

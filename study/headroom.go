@@ -6,11 +6,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/sim"
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
-// The targets fleetlimit set its own design, headroom (docs/design.md).
+// The targets fleetlimit set its own designs, headroom and permit
+// (docs/design.md).
 const (
 	targetAdmittedX  = 1.02 // floods, every rate
 	targetWorstX     = 1.10 // floods, every rate
@@ -71,15 +73,27 @@ func (s section) honestExcess(d string, k int, sync time.Duration) (float64, boo
 	return worst, any
 }
 
-// headroom writes headroom's figures on the study's grid against the targets
-// it was built to, each marked met (✓) or missed (✗).
+// headroom writes each of fleetlimit's own designs on the study's grid
+// against the targets they were built to, then every design on them.
 func (s section) headroom() {
-	if !slices.Contains(s.designs, headroomName) {
-		return
+	any := false
+	for _, d := range design.OwnDesigns {
+		if slices.Contains(s.designs, d) {
+			s.targets(d)
+			any = true
+		}
 	}
+	if any {
+		s.againstTheStudy()
+	}
+}
+
+// targets writes own design d's figures against the targets, each marked
+// met (✓) or missed (✗).
+func (s section) targets(d string) {
 	ks := presentInts(s.rows, func(r Row) (int, bool) { return r.Params.Gateways, r.Part == PartFlood })
 	syncs := presentDurations(s.rows, PartFlood)
-	fmt.Fprintf(s.b, "## headroom against its targets\n\n")
+	fmt.Fprintf(s.b, "## %s against its targets\n\n", d)
 	fmt.Fprintf(s.b, "Per K and Δ: the most admitted_x and worst_window_x over every flood rate (even routing); the most by which "+
 		"honest rejected_pct passes central-log's over every honest traffic and both routings (points); round_trip_pct under %s, "+
 		"the larger of the two routings. Targets: admitted_x ≤ %.2f, worst_window_x ≤ %.2f, rejections ≤ central-log + %.1f, "+
@@ -90,7 +104,7 @@ func (s section) headroom() {
 	for _, k := range ks {
 		for _, sync := range syncs {
 			row := []string{fmt.Sprint(k), sync.String()}
-			floods := s.headroomFloods(headroomName, k, sync)
+			floods := s.headroomFloods(d, k, sync)
 			if v, ok := s.t.worstOver(floods, func(m Mean) float64 { return m.AdmittedX }); ok {
 				row = append(row, s.mark("%.3f", v, targetAdmittedX))
 			} else {
@@ -101,19 +115,18 @@ func (s section) headroom() {
 			} else {
 				row = append(row, "–")
 			}
-			if v, ok := s.honestExcess(headroomName, k, sync); ok {
+			if v, ok := s.honestExcess(d, k, sync); ok {
 				row = append(row, s.mark("%+.2f", v, targetRejectedPP))
 			} else {
 				row = append(row, "–")
 			}
-			row = append(row, s.roundTrips(k, sync))
+			row = append(row, s.roundTripsOf(d, k, sync))
 			rows = append(rows, row)
 		}
 	}
 	writeTable(s.b, head, rows)
 	s.b.WriteString("\n")
-	s.busyTrips()
-	s.againstTheStudy()
+	s.busyTrips(d)
 }
 
 // againstTheStudy writes every design on headroom's targets, one table per
@@ -149,7 +162,7 @@ func (s section) againstTheStudy() {
 		{fmt.Sprintf("%s: round_trip_pct, the larger routing (target ≤ %.0f%% at Δ ≤ %v)", refHonest, targetRoundTrips, targetTripsSync),
 			func(d string, k int, sync time.Duration) string { return s.roundTripsOf(d, k, sync) }},
 	}
-	fmt.Fprintf(s.b, "### Every design on headroom's targets\n\n")
+	fmt.Fprintf(s.b, "### Every design on the own designs' targets\n\n")
 	for _, f := range figures {
 		fmt.Fprintf(s.b, "#### %s\n\n", f.title)
 		head := append([]string{"K", "Δ"}, s.designs...)
@@ -168,11 +181,6 @@ func (s section) againstTheStudy() {
 	}
 }
 
-// roundTrips is headroom's steady:0.8 round_trip_pct cell at K = k, Δ = sync.
-func (s section) roundTrips(k int, sync time.Duration) string {
-	return s.roundTripsOf(headroomName, k, sync)
-}
-
 // roundTripsOf is design d's steady:0.8 round_trip_pct cell at K = k, Δ = sync.
 func (s section) roundTripsOf(d string, k int, sync time.Duration) string {
 	var cells []Cell
@@ -189,15 +197,15 @@ func (s section) roundTripsOf(d string, k int, sync time.Duration) string {
 	return s.mark("%.2f", v, targetRoundTrips)
 }
 
-// busyTrips writes headroom's round trips on the busy key.
-func (s section) busyTrips() {
+// busyTrips writes own design d's round trips on the busy key.
+func (s section) busyTrips(d string) {
 	ks := presentInts(s.rows, func(r Row) (int, bool) { return r.Params.Gateways, r.Part == PartBusy })
 	syncs := presentDurations(s.rows, PartBusy)
 	if len(ks) == 0 {
 		return
 	}
-	fmt.Fprintf(s.b, "### headroom's round_trip_pct on the busy key (L = %d, %s, the larger of the two routings; target ≤ %.1f%%)\n\n",
-		BusyLimit, refHonest, targetBusyTrips)
+	fmt.Fprintf(s.b, "### %s's round_trip_pct on the busy key (L = %d, %s, the larger of the two routings; target ≤ %.1f%%)\n\n",
+		d, BusyLimit, refHonest, targetBusyTrips)
 	head := []string{"K"}
 	for _, d := range syncs {
 		head = append(head, "Δ="+d.String())
@@ -208,7 +216,7 @@ func (s section) busyTrips() {
 		for _, sync := range syncs {
 			var cells []Cell
 			for _, rt := range []sim.Routing{sim.Even, sim.Uneven} {
-				cells = append(cells, Cell{PartBusy, headroomName, k, sync, BusyLimit, refWindow, window.Sliding, 0, refHonest, rt, ""})
+				cells = append(cells, Cell{PartBusy, d, k, sync, BusyLimit, refWindow, window.Sliding, 0, refHonest, rt, ""})
 			}
 			if v, ok := s.t.worstOver(cells, func(m Mean) float64 { return m.RoundTripPct }); ok {
 				row = append(row, s.mark("%.2f", v, targetBusyTrips))

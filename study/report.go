@@ -134,6 +134,7 @@ func Build(rows []Row) Report {
 	s.counters()
 	s.limits()
 	s.peers()
+	s.fleet()
 	rep.Markdown = b.String()
 	if s.reduced {
 		rep.Markdown = noteReduced(rep.Markdown)

@@ -65,13 +65,14 @@ func TestReproducesCommittedResults(t *testing.T) {
 	for _, r := range rows {
 		all[r.Part+"/"+r.Params.Design] = true
 	}
-	// every grid design in 3 parts, the fixed part, the designs beyond, in
-	// counters and in limits, and the peers part's designs
+	// every grid design in 3 parts and the fleet part, the fixed part, the
+	// designs beyond, in counters and in limits, and the peers part's
+	// designs
 	peers := map[string]bool{}
 	for _, pc := range PeerConfigs {
 		peers[pc.Design] = true
 	}
-	want := 3*len(GridDesigns()) + 1 + 3*len(BeyondDesigns()) + len(peers)
+	want := 4*len(GridDesigns()) + 1 + 3*len(BeyondDesigns()) + len(peers)
 	if len(groups) != len(all) || len(all) != want {
 		t.Fatalf("the subset covers %d part/design groups of the file's %d, want %d", len(groups), len(all), want)
 	}

@@ -16,7 +16,7 @@ import (
 const PartLimits = "limits"
 
 // Parts are the study's parts, in the report's order.
-var Parts = []string{PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond, PartCounters, PartLimits, PartPeers}
+var Parts = []string{PartHonest, PartFlood, PartBusy, PartFixed, PartBeyond, PartCounters, PartLimits, PartPeers, PartFleet}
 
 // partsWanted says which parts there are, for an error message.
 func partsWanted() string {

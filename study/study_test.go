@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fleetlimit/fleetlimit/design"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -22,31 +24,41 @@ func TestGridRunCount(t *testing.T) {
 			t.Fatalf("%v: %v", r.Params, err)
 		}
 	}
-	// designs x K x Δ x traffic x routing x seeds, as the study lays out.
+	// designs x K x Δ x traffic x routing x seeds, as the study lays out:
+	// the study's seven and fleetlimit's own, and one more design beyond
+	// the grid in the parts past the study.
+	n := len(GridDesigns())
+	if n != len(design.StudyDesigns)+len(design.OwnDesigns) {
+		t.Fatalf("%d grid designs", n)
+	}
 	want := map[string]int{
-		PartHonest: 8 * 5 * 5 * 5 * 2 * 5,
-		PartFlood:  8 * 5 * 5 * 7 * 3,
+		PartHonest: n * 5 * 5 * 5 * 2 * 5,
+		PartFlood:  n * 5 * 5 * 7 * 3,
 		PartFixed:  1 * 5 * 5 * 7 * 3,
-		PartBusy:   8 * 3 * 3 * 2 * 2 * 3,
+		PartBusy:   n * 3 * 3 * 2 * 2 * 3,
 		// designs x (flood and honest baselines, 8 targeted floods, 2
 		// pulsed, 2 sudden, 3 round trips and 2 losses under a flood and
 		// honest traffic, restarts under both) x seeds
-		PartBeyond: 9 * (2 + 8 + 2 + 2 + 6 + 4 + 2 + 2) * 3,
+		PartBeyond: (n + 1) * (2 + 8 + 2 + 2 + 6 + 4 + 2 + 2) * 3,
 		// designs x (window kinds x (honest x seeds + floods x seeds) +
 		// busy window kinds x seeds)
-		PartCounters: 9 * (4*(2*5+2*3) + 2*2),
+		PartCounters: (n + 1) * (4*(2*5+2*3) + 2*2),
 		// designs x (floods + honest traffics) x seeds
-		PartLimits: 9 * (4 + 2) * 3,
+		PartLimits: (n + 1) * (4 + 2) * 3,
 		// configurations x (floods + honest traffics) x seeds
 		PartPeers: 17 * (4 + 2) * 3,
+		// designs x K x (honest under two routings + floods) x seeds
+		PartFleet: n * 2 * (2 + 8) * 3,
 	}
-	for p, n := range want {
-		if parts[p] != n {
-			t.Errorf("%s: %d runs, want %d", p, parts[p], n)
+	total := 0
+	for p, w := range want {
+		total += w
+		if parts[p] != w {
+			t.Errorf("%s: %d runs, want %d", p, parts[p], w)
 		}
 	}
-	if len(runs) != 15589+702+612+54+162+306 {
-		t.Errorf("grid has %d runs, want %d", len(runs), 15589+702+612+54+162+306)
+	if len(runs) != total || len(parts) != len(want) {
+		t.Errorf("grid has %d runs in %d parts, want %d in %d", len(runs), len(parts), total, len(want))
 	}
 	seen := map[string]bool{}
 	for _, r := range runs {
