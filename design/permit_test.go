@@ -44,17 +44,24 @@ func TestPermitTimeline(t *testing.T) {
 		// gateway 0's push reports its six refusals, with the store's one
 		// past 2 x spare: the key is contended, no slot at all
 		h(10300, 0, "sync", 0),
-		// the central check still admits within L, and with the window
-		// less than half full tops up what a sync would ask, within L:
-		// ceil(4 + 6) + 1 = 11 (12 arrivals over 3 intervals)
-		h(10400, 0, "admit+rt", 11),
+		// the central check still admits within L; the window is less
+		// than half full, but a contended key tops up no slot
+		h(10400, 0, "admit+rt", 0),
 		// the reported refusals count in the epoch of the report (10-20 s)
 		// and the next: still contended
 		h(20500, 0, "sync", 0),
 		// a window later the key is calm: 9 slots (13 arrivals, the
 		// refused ones too, over 5 intervals: ceil(2.6 + 4.84) + 1)
 		h(30500, 0, "sync", 9),
-		h(30600, 0, "admit", 8),
+	)
+	for i := range 9 {
+		steps = append(steps, h(30600+100*int64(i), 0, "admit", 8-i))
+	}
+	steps = append(steps,
+		// the slots ran out within the interval: the central check admits,
+		// and with the window less than half full and the key calm it
+		// tops up what a sync would ask, within L (1 + 9 out + 9 <= 30)
+		h(31500, 0, "admit+rt", 9),
 	)
 	timeline{"permit", 3, 30, 10 * time.Second, window.Sliding, time.Second, steps}.run(t)
 }

@@ -169,7 +169,9 @@ type Query struct {
 	// TopUp, for a central check, asks that an admit also grant up to
 	// TopUp lease slots within the limit (as a QueryGrant without a
 	// Spare), in Answer.Granted: a hot gateway whose slots ran out gets
-	// more with the one round trip. Not with window buckets on Redis, and
+	// more with the one round trip. With a Spare, none while the key is
+	// contended: slots that fill L would let the central checks spend the
+	// spare, refused for the slots and not for a full window. Not with window buckets on Redis, and
 	// not for the queries of several limits answered as one (MultiAsker),
 	// which grant nothing. (An int16 beside Kind and Spare.)
 	TopUp int16

@@ -721,7 +721,7 @@ func (k *Key) Answer(now int64, gw int, q store.Query) store.Answer {
 	case store.QueryCentral:
 		ok, count := k.central(now, gw, q.N, epoch, id, int(q.Spare))
 		a := store.Answer{Admit: ok, Count: count, Gen: k.gen}
-		if ok && q.TopUp > 0 {
+		if ok && q.TopUp > 0 && (q.Spare <= 0 || !k.contendedAt(k.now, int(q.Spare))) {
 			a.Granted = k.roundTripGrant(gw, int(q.TopUp), 0)
 		}
 		return a

@@ -330,7 +330,10 @@ if n > 0 then
   add(z, h, {now}, {member(base, n)})
 end
 local topup, g = tonumber(ARGV[#ARGV - 2]), 0
-if topup > 0 then g = grant(h, limit, gw, topup, c + n, 0, e) end
+if topup > 0 then
+  local f0, f1 = refusals(h, e)
+  if spare == 0 or f0 + f1 < math.max(2 * spare, 2) then g = grant(h, limit, gw, topup, c + n, 0, e) end
+end
 return {1, c + n, life, g}
 `)
 

@@ -577,6 +577,14 @@ var contract = []struct {
 		if a := ask(at(60), 2, 5); a.Admit || a.Granted != 0 {
 			t.Fatalf("a refused central check topped up: %+v", a)
 		}
+		// three more refusals for a full window: 4 = 2 x spare, contended;
+		// once the window has room again, an admit tops up nothing
+		for i := range 3 {
+			ask(at(61+int64(i)), 2, 0)
+		}
+		if a := ask(at(10_100), 2, 5); !a.Admit || a.Granted != 0 {
+			t.Fatalf("a top-up on a contended key: %+v, want admitted with none", a)
+		}
 	}},
 	{"spare: refusals a sync reports mark the key contended", func(t *testing.T, b store.Backend) {
 		k := key(t, 4, sliding) // spare 2: four refusals make the key contended
