@@ -485,7 +485,7 @@ func (k *Key) grant(gw, ask, count, spare int) int {
 		return 0 // slots would only feed a flood: the central check decides
 	default:
 		avail += spare
-		ask = k.ranked(gw, ask, avail)
+		ask = k.ranked(gw, ask, avail, 0)
 	}
 	if ask > avail {
 		ask = avail
@@ -537,26 +537,26 @@ func Contended(spare int) int { return max(2*spare, 2) }
 // another gateway's slots, rate or want change (lackVer): most syncs of a
 // quiet key find nothing changed but the gateway's own slots, settled and
 // granted again.
-func (k *Key) ranked(gw, ask, avail int) int {
+func (k *Key) ranked(gw, ask, avail, from int) int {
 	m := &k.rankMemo[gw]
-	if m.valid && m.ver == k.lackVer && m.ask == ask && m.avail == avail {
+	if m.valid && m.ver == k.lackVer && m.ask == ask && m.avail == avail && m.from == from {
 		return m.got
 	}
-	got := k.rank(gw, ask, avail)
-	*m = rankMemo{valid: true, ver: k.lackVer, ask: ask, avail: avail, got: got}
+	got := k.rank(gw, ask, avail, from)
+	*m = rankMemo{valid: true, ver: k.lackVer, ask: ask, avail: avail, from: from, got: got}
 	return got
 }
 
 // rankMemo is a gateway's last ranked answer: got for ask and avail while
 // the key's lackVer was ver.
 type rankMemo struct {
-	valid           bool
-	ver             uint64
-	ask, avail, got int
+	valid                 bool
+	ver                   uint64
+	ask, avail, from, got int
 }
 
 // rank is ranked without the memo.
-func (k *Key) rank(gw, ask, avail int) int {
+func (k *Key) rank(gw, ask, avail, from int) int {
 	lack := 0
 	for j, want := range k.want {
 		if j != gw {
@@ -566,7 +566,7 @@ func (k *Key) rank(gw, ask, avail int) int {
 	lo, hi := max(min(ask, avail-lack), 0), min(ask, avail) // lo slots fit whatever the others lack
 	for lo < hi {
 		g := (lo + hi + 1) / 2
-		if g+k.claims(gw, k.slotWorth(gw, g)) <= avail {
+		if g+k.claims(gw, k.slotWorth(gw, from+g)) <= avail {
 			lo = g
 		} else {
 			hi = g - 1
@@ -721,8 +721,8 @@ func (k *Key) Answer(now int64, gw int, q store.Query) store.Answer {
 	case store.QueryCentral:
 		ok, count := k.central(now, gw, q.N, epoch, id, int(q.Spare))
 		a := store.Answer{Admit: ok, Count: count, Gen: k.gen}
-		if ok && q.TopUp > 0 && (q.Spare <= 0 || !k.contendedAt(k.now, int(q.Spare))) {
-			a.Granted = k.roundTripGrant(gw, int(q.TopUp), 0)
+		if ok && q.TopUp > 0 {
+			a.Granted = k.topUp(gw, int(q.TopUp), int(q.Spare))
 		}
 		return a
 	case store.QueryGrant:
@@ -836,6 +836,30 @@ func (k *Key) GrantSpare(now int64, gw, n, spare int) int {
 	k.advance(now)
 	k.gateway(gw)
 	return k.roundTripGrant(gw, n, spare)
+}
+
+// topUp grants gateway gw up to n slots after its central admit, within
+// the limit; with a spare, none while the key is contended, and ranked as
+// a spare grant is, its slots counted on from those it holds
+// (store.Query.TopUp).
+func (k *Key) topUp(gw, n, spare int) int {
+	avail := k.limit - k.count - k.outTotal
+	if avail <= 0 {
+		return 0
+	}
+	if spare > 0 {
+		if k.contendedAt(k.now, spare) {
+			return 0
+		}
+		n = k.ranked(gw, n, avail, k.out[gw])
+	}
+	if n = min(n, avail); n <= 0 {
+		return 0
+	}
+	k.out[gw] += n
+	k.outTotal += n
+	k.lackVer++
+	return n
 }
 
 // roundTripGrant is grant outside a sync: new slots change what the

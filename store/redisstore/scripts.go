@@ -151,8 +151,9 @@ local function worth(r, n)
 end
 -- ranked is memstore's: how many of gw's ask slots to grant of avail,
 -- leaving those other gateways asked for ("w:gw") and do not hold ("o:gw")
--- while each is worth more, by binary searches.
-local function ranked(h, gw, ask, avail)
+-- while each is worth more, by binary searches; gw's slots counted on from
+-- from.
+local function ranked(h, gw, ask, avail, from)
   local all = redis.call('HGETALL', h)
   local out, rate, want = {}, {}, {}
   for i = 1, #all, 2 do
@@ -184,7 +185,7 @@ local function ranked(h, gw, ask, avail)
   local lo, hi = math.max(math.min(ask, avail - lack), 0), math.min(ask, avail)
   while lo < hi do
     local g = math.floor((lo + hi + 1) / 2)
-    if g + claims(worth(rate[gw] or 0, g)) <= avail then lo = g else hi = g - 1 end
+    if g + claims(worth(rate[gw] or 0, from + g)) <= avail then lo = g else hi = g - 1 end
   end
   return lo
 end
@@ -197,7 +198,24 @@ local function grant(h, limit, gw, ask, count, spare, e)
     local f0, f1 = refusals(h, e)
     if f0 + f1 >= math.max(2 * spare, 2) then return 0 end
     avail = avail + spare
-    ask = ranked(h, gw, ask, avail)
+    ask = ranked(h, gw, ask, avail, 0)
+  end
+  local g = math.min(ask, avail)
+  if g <= 0 then return 0 end
+  redis.call('HINCRBY', h, 'o:' .. gw, g)
+  redis.call('HINCRBY', h, 'ot', g)
+  return g
+end
+-- topUp is memstore's: up to ask slots for gw after its central admit,
+-- within the limit; with a spare, none while the key is contended, and
+-- ranked, gw's counted on from those it holds.
+local function topUp(h, limit, gw, ask, count, spare, e)
+  local avail = limit - count - outstanding(h)
+  if avail <= 0 then return 0 end
+  if spare > 0 then
+    local f0, f1 = refusals(h, e)
+    if f0 + f1 >= math.max(2 * spare, 2) then return 0 end
+    ask = ranked(h, gw, ask, avail, tonumber(redis.call('HGET', h, 'o:' .. gw) or '0'))
   end
   local g = math.min(ask, avail)
   if g <= 0 then return 0 end
@@ -330,10 +348,7 @@ if n > 0 then
   add(z, h, {now}, {member(base, n)})
 end
 local topup, g = tonumber(ARGV[#ARGV - 2]), 0
-if topup > 0 then
-  local f0, f1 = refusals(h, e)
-  if spare == 0 or f0 + f1 < math.max(2 * spare, 2) then g = grant(h, limit, gw, topup, c + n, 0, e) end
-end
+if topup > 0 then g = topUp(h, limit, gw, topup, c + n, spare, e) end
 return {1, c + n, life, g}
 `)
 

@@ -586,6 +586,25 @@ var contract = []struct {
 			t.Fatalf("a top-up on a contended key: %+v, want admitted with none", a)
 		}
 	}},
+	{"a top-up with a spare leaves the slots worth more to others", func(t *testing.T, b store.Backend) {
+		k := key(t, 10, sliding)
+		for i := range 8 {
+			central(b, at(int64(i)), k, 2, 1)
+		}
+		sync1(t, b, at(10), k, store.Push{Gateway: 0, Spare: 2, Rate: 100}) // asks nothing: only its rate
+		// 8 admitted: gateway 1 gets 4 of the 6 it asks, and lacks 2
+		if p := sync1(t, b, at(20), k, store.Push{Gateway: 1, Ask: 6, Spare: 2, Rate: 3000}); p.Granted != 4 {
+			t.Fatalf("granted %d, want 4 (L + spare − 8)", p.Granted)
+		}
+		// the admits leave the window: 5 of the limit free after gateway
+		// 0's admit, but gateway 1's 5th and 6th slots (a chance of 0.18
+		// and 0.08 to be used) are worth more than gateway 0's 4th and 5th
+		// (under 0.0001): 3
+		a, err := b.Ask(ctx, at(10_600), k, 0, store.Query{Kind: store.QueryCentral, N: 1, Spare: 2, TopUp: 5})
+		if err != nil || !a.Admit || a.Granted != 3 {
+			t.Fatalf("a ranked top-up: %+v (%v), want admitted with 3 slots", a, err)
+		}
+	}},
 	{"spare: refusals a sync reports mark the key contended", func(t *testing.T, b store.Backend) {
 		k := key(t, 4, sliding) // spare 2: four refusals make the key contended
 		if p := sync1(t, b, at(0), k, store.Push{Gateway: 0, Ask: 2, Spare: 2, Rate: 500, Refused: 3}); p.Granted != 2 {
