@@ -92,6 +92,8 @@ type lease struct {
 	last int      // arrivals in the last closed interval
 
 	wait bool // lease-ask: the store had no room; do not ask before the next sync
+	// permit: refused for the slots outstanding; alone until then or the next sync
+	waitUntil int64
 	// syncing is true between SyncPush and SyncPull. A sync settles all
 	// this gateway's slots at the store, so a grant made while one is in
 	// flight would be forgotten there, and the push handed back every
@@ -154,8 +156,8 @@ func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 		l.local.add(now, n)
 		return Admit, store.Query{}
 	}
-	if l.permit && l.wait {
-		return Reject, store.Query{} // the slots out fill L + spare: so until the next pull
+	if l.permit && l.waiting(now) {
+		return Reject, store.Query{} // the slots out fill L + spare: until the view changes
 	}
 	if l.permit && l.fullView(now, n) {
 		l.refused += n
@@ -198,6 +200,25 @@ func (l *lease) topUp(now int64) int16 {
 	return int16(min(l.want(), math.MaxInt16))
 }
 
+// waiting reports whether permit still refuses alone after a central check
+// refused for the slots outstanding: until its next pull, or the view's
+// next stamp leaves the window (a stale wait is cleared).
+func (l *lease) waiting(now int64) bool {
+	if l.wait && now >= l.waitUntil {
+		l.wait = false
+	}
+	return l.wait
+}
+
+// viewChanges is when the next stamp permit's view knows of leaves the
+// window, and never when it knows of none.
+func (l *lease) viewChanges(now int64) int64 {
+	if t, ok := l.view.nextExpiry(); ok {
+		return l.cfg.Window.Reset(now, t)
+	}
+	return math.MaxInt64
+}
+
 // horizon is how far past a pull permit's view knows which stamps leave.
 func (l *lease) horizon() int64 { return HorizonSyncs * int64(l.cfg.Sync) }
 
@@ -208,8 +229,9 @@ func (l *lease) Resume(now int64, n int, q store.Query, a store.Answer) Verdict 
 	if l.permit && q.Kind == store.QueryCentral {
 		l.view.rebase(now, l.cfg.Window.Lo(now), a.Count)
 		// refused with room in the window: the slots outstanding fill
-		// L + spare, and only syncs return them
+		// L + spare, and only syncs (or admits leaving) make room
 		l.wait = !a.Admit && a.Count+n <= l.cfg.Limit
+		l.waitUntil = l.viewChanges(now)
 	}
 	if l.floor > 0 && l.floorAt < l.cfg.Window.Lo(now) {
 		l.floor = 0
@@ -387,17 +409,13 @@ func (l *lease) RefusesUntil(now int64) int64 {
 		if l.grant >= 1 || l.syncing {
 			return now
 		}
-		if l.wait {
-			return math.MaxInt64
+		if l.waiting(now) {
+			return l.waitUntil
 		}
 		if !l.fullView(now, 1) {
 			return now
 		}
-		u := l.view.at + l.horizon() + 1
-		if t, ok := l.view.nextExpiry(); ok {
-			u = min(u, l.cfg.Window.Reset(now, t))
-		}
-		return u
+		return min(l.view.at+l.horizon()+1, l.viewChanges(now))
 	}
 	if l.grant >= 1 || l.syncing || l.ask && !l.wait {
 		return now
