@@ -81,6 +81,7 @@ func (c chart) draw(dir string) error {
 		lo, hi := p.Y.Min, p.Y.Max
 		p.Y.Max = lo + (hi-lo)/0.85
 	}
+	c.widenLog(p)
 	return save(p, legend, filepath.Join(dir, c.file))
 }
 
@@ -260,7 +261,20 @@ func (c chart) panel(shown []series, i int, lo, hi float64, bottom bool) (*plot.
 	if err := shown[i].add(p, &none); err != nil {
 		return nil, err
 	}
+	c.widenLog(p)
 	return p, nil
+}
+
+// widenLog gives a log axis whose data is one value a range around it:
+// gonum widens an empty range by 1 either way, which reaches 0 and panics
+// on a log scale (a single design whose admitted_x is 1 everywhere).
+func (c chart) widenLog(p *plot.Plot) {
+	if c.logX && p.X.Min >= p.X.Max {
+		p.X.Min, p.X.Max = p.X.Min/2, p.X.Max*2
+	}
+	if c.logY && p.Y.Min >= p.Y.Max {
+		p.Y.Min, p.Y.Max = p.Y.Min/2, p.Y.Max*2
+	}
 }
 
 // okabeIto is Okabe and Ito's palette, told apart by readers with any
