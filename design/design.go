@@ -163,6 +163,10 @@ type Info struct {
 	Summary string
 	// Leases is true for designs that hold granted slots (see Gateway.Held).
 	Leases bool
+	// Spare is true for designs that lend slots beyond L
+	// (store.Push.Spare, permit): on Redis they need the exact log, and a
+	// driver refuses them a window in buckets there.
+	Spare bool
 	// NoSync is true for designs whose syncs carry nothing but the
 	// Fallback's admits (central-log): a driver syncs such a gateway only
 	// when it has some to push (Lazy.QuietSyncs is 0). The simulator has

@@ -23,6 +23,7 @@ func init() {
 		Name:    "permit",
 		Summary: "lease slots where arrivals are likely, lent beyond L by a tolerance while the key is calm; ask the store's central check beyond them",
 		Leases:  true,
+		Spare:   true,
 		New:     func(c Config) Gateway { return NewPermit(c, PermitTolerance) },
 	})
 }

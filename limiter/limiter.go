@@ -313,6 +313,9 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	l.st = l.cfg.Store
 	_, l.inProc = l.st.(*memstore.Store)
+	if info.Spare && l.spec.Counters() && !l.inProc {
+		return nil, fmt.Errorf("limiter: design %s lends slots beyond the limit, which a shared store tracks on the exact log only: leave WindowBuckets at 0", cfg.Design)
+	}
 	if l.cfg.Logger == nil {
 		l.cfg.Logger = slog.Default()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,4 +137,28 @@ func TestPermitFleetOnRedis(t *testing.T) {
 			t.Errorf("honest worst window %d over the bound %d", w, bound)
 		}
 	})
+}
+
+// permit on Redis with a window in buckets is refused when the limiter is
+// made, not at its first sync; on the embedded store it runs.
+func TestPermitRefusesBucketsOnRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{Prefix: "pb:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := Config{Design: "permit", Limit: 100, Window: time.Minute, WindowBuckets: 60, Sync: time.Second, Store: st, Logger: quietLog}
+	if l, err := New(cfg); err == nil || !strings.Contains(err.Error(), "WindowBuckets") {
+		if l != nil {
+			l.Close()
+		}
+		t.Fatalf("permit with buckets on Redis: %v, want refused", err)
+	}
+	cfg.Store = nil
+	l, err := New(cfg)
+	if err != nil {
+		t.Fatalf("permit with buckets on the embedded store: %v", err)
+	}
+	l.Close()
 }
