@@ -28,8 +28,10 @@ fixed window beside the sliding one, for K in {2,4,8,16,32} gateways and
 Δ in {0.1,0.3,1,3,10} s; then the parts past the study: "beyond" (floods
 aimed at chosen gateways, pulsed and sudden floods, a slow or lossy store,
 restarts, a fleet that changes size), "counters" (windows in counters
-against the exact log) and "limits" (a burst limit of 5 a second beside
-the minute's, on one key). It writes DIR/results.csv (one row per run),
+against the exact log), "limits" (a burst limit of 5 a second beside
+the minute's, on one key), "peers" (other systems' algorithms) and "fleet"
+(the quiet key and every flood on 64 and 128 gateways, beside issue 33's
+lower bound on round trips). It writes DIR/results.csv (one row per run),
 DIR/summary.json, PNG plots and DIR/report.md.
 
 Runs go in parallel on all cores, the dearest first; runs that see the same
@@ -37,7 +39,8 @@ requests (every design and sync interval of a traffic, K and seed) go
 together and draw them once; central-log, which never syncs, runs once
 for every K and Δ, and split, whose syncs only push, once for every Δ.
 The results do not depend on the number of workers. The whole grid
-takes about 40 s on 2 cores and about 300 MB of memory: unless GOGC is
+takes about 2.5 minutes on 2 cores (permit, whose gateways all sync every
+Δ, half of it) and about 350 MB of memory: unless GOGC is
 set, the study collects garbage at GOGC=400 (docs/performance.md).
 Ctrl-C stops cleanly and keeps what finished.`,
 		Example: `  fleetlimit study --out study-out
