@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -88,4 +89,41 @@ func ExampleNewHeadroom() {
 	// t=1200ms: admit after a round trip carrying 1 admits
 	// t=1300ms: admit locally
 	// the store holds 3
+}
+
+// permit holds whole admits ("slots") that the store lends, a tenth of L
+// beyond the limit at most, while the key is calm; past them it asks the
+// store's central check, and it refuses alone once the store said the
+// window is full.
+func ExampleNewPermit() {
+	spec := window.Spec{Size: 10 * time.Second}
+	c := design.Config{Limit: 20, Window: spec, Gateways: 2, Gateway: 0, Sync: time.Second}
+	g := design.NewPermit(c, design.PermitTolerance) // spare ⌊0.1 L⌋ = 2, of which syncs lend 1
+	key := memstore.NewKey(c.Limit, spec)
+	ms := int64(time.Millisecond)
+	decide := func(t int64) {
+		v, q := g.Decide(t*ms, 1)
+		how := "alone"
+		if v == design.Ask {
+			how = "after a round trip"
+			v = g.Resume(t*ms, 1, q, key.Answer(t*ms, 0, q))
+		}
+		fmt.Printf("t=%dms: %v %s, holding %d\n", t, v, how, g.Held())
+	}
+	decide(0)           // no slot before a sync: the central check
+	for i := range 19 { // the other gateway fills the window
+		key.Answer(int64(100+i)*ms, 1, store.Query{Kind: store.QueryCentral, N: 1, Spare: 2})
+	}
+	design.Sync(g, 1000*ms, key.SyncTo) // 20 admitted: the store lends 1 slot beyond L
+	fmt.Println("after the sync, holding", g.Held())
+	decide(1100)                        // the slot
+	decide(1200)                        // the pull said 20 of 20: refused without asking
+	design.Sync(g, 2000*ms, key.SyncTo) // the slot's admit is pushed
+	fmt.Println("the store holds", key.Count(2000*ms))
+	// Output:
+	// t=0ms: admit after a round trip, holding 0
+	// after the sync, holding 1
+	// t=1100ms: admit alone, holding 0
+	// t=1200ms: reject alone, holding 0
+	// the store holds 21
 }

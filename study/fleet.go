@@ -106,7 +106,12 @@ func quietTripsCell(d string, k int, routing sim.Routing) Cell {
 // fixed holding time; arrivals see it, being Poisson).
 // Syncs are free here and an oracle places the permits, so every real
 // design needs more.
+// It takes k ≥ 1, limit ≥ 1, load ≥ 0 and eps ≥ 0, and returns NaN for
+// anything else.
 func RoundTripBound(k int, r sim.Routing, limit int, load, eps float64) float64 {
+	if k < 1 || limit < 1 || !(load >= 0) || !(eps >= 0) {
+		return math.NaN()
+	}
 	mean := load * float64(limit)
 	var total, mass float64
 	p := math.Exp(-mean) // P(N = 0)

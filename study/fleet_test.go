@@ -73,6 +73,12 @@ func TestRoundTripBoundMatchesTheOracle(t *testing.T) {
 			t.Errorf("K = %d %v: the oracle waits %.4f, the bound says %.4f", c.k, c.r, got, bound)
 		}
 	}
+	for _, b := range []float64{RoundTripBound(0, sim.Even, 100, 0.8, 0.1), RoundTripBound(8, sim.Even, 0, 0.8, 0.1),
+		RoundTripBound(8, sim.Even, 100, math.NaN(), 0.1), RoundTripBound(8, sim.Even, 100, 0.8, -1)} {
+		if !math.IsNaN(b) {
+			t.Errorf("a bound for no gateways, no limit, no load or a negative budget: %v, want NaN", b)
+		}
+	}
 	if b := RoundTripBound(8, sim.Even, 100, 0.8, 0.1); b != 0 {
 		t.Errorf("K = 8 never exceeds the 10 permits a full window leaves: bound %v", b)
 	}

@@ -29,6 +29,10 @@ func main() {
 	length := flag.Duration("duration", 300*time.Minute, "simulated time of a run")
 	names := flag.String("designs", "permit,headroom,lease-ask", "the designs to simulate, comma-separated")
 	flag.Parse()
+	if *limit < 1 || !(*load > 0) || !(*eps >= 0) || *seeds < 1 || *length <= time.Minute {
+		log.Fatalf("want -limit ≥ 1, -load > 0, -eps ≥ 0, -seeds ≥ 1 and -duration longer than the minute's window; got %d, %g, %g, %d, %v",
+			*limit, *load, *eps, *seeds, *length)
+	}
 	designs := strings.Split(*names, ",")
 	ks := []int{8, 16, 32, 64, 128}
 	routings := []sim.Routing{sim.Even, sim.Uneven}
