@@ -458,111 +458,133 @@ func TestHeadroomFleetOnRedis(t *testing.T) {
 		}
 		return ls
 	}
-	simulate := func(tr sim.Traffic, routing sim.Routing, d time.Duration) sim.Figures {
-		var f sim.Figures
-		const seeds = 10
-		for s := uint64(1); s <= seeds; s++ {
-			r, err := sim.Run(sim.Params{Design: "headroom", Gateways: k, Sync: delta, Limit: limit, Window: win,
-				Traffic: tr, Routing: routing, Duration: d, Seed: s})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.Add(r.Figures)
-		}
-		f.Div(seeds)
-		return f
-	}
+	params := sim.Params{Design: "headroom", Gateways: k, Sync: delta, Limit: limit, Window: win}
 	t.Run("flood", func(t *testing.T) {
 		t.Parallel()
 		const rate = 1000.0 // M = 20
 		w := watches["flood"]
-		ls := fleet(t, "flood")
-		r := flood(ls, "hr-flood", rate, run, false)
-		adm := r.stamps()
-		wExact := worst(slices.Clone(adm), win-ls[0].Config().Timeout-time.Millisecond)
-		x := float64(len(adm)) / (float64(run) / float64(win)) / limit
-		f := simulate(sim.Traffic{Kind: sim.Flood, Factor: rate * win.Seconds() / limit}, sim.Even, run)
-		// L + the budgets; and, when a busy machine made calls late, what
-		// the fallback adds (docs/design.md)
-		bound := limit + w.sum()
-		if r.fallbackAdmits > 0 {
-			bound += k - 1 + r.mostUnheard(adm, delta+r.longestSync)
-		}
-		t.Logf("live: admitted_x %.3f, worst window %d (bound %d, %d by the fallback); simulator: admitted_x %.3f, worst window %.0f",
-			x, wExact, bound, r.fallbackAdmits, f.AdmittedX, f.WorstWindowX*limit)
-		if x < 0.9*f.AdmittedX || x > 1.1*f.AdmittedX {
-			t.Fatalf("live admitted_x %.3f, simulator %.3f: more than 10%% apart", x, f.AdmittedX)
-		}
-		if wExact > bound {
-			t.Fatalf("worst window %d over the bound %d", wExact, bound)
-		}
+		p := params
+		p.Traffic, p.Duration = sim.Traffic{Kind: sim.Flood, Factor: rate * win.Seconds() / limit}, run
+		// L + the budgets handed out (docs/design.md)
+		floodAgainst(t, fleet(t, "flood"), "hr-flood", rate, p, func() int { return limit + w.sum() })
 	})
 	t.Run("honest", func(t *testing.T) {
 		t.Parallel()
 		ls := fleet(t, "honest")
-		var trips0 int64
-		for _, l := range ls {
-			trips0 += l.Stats().RoundTrips
-		}
-		const rate = 0.8 * limit / 2.0 // steady:0.8 over W = 2 s
 		const length = 20 * time.Second
-		decs := honest(ls, "hr-honest", rate, length, 7)
-		admitted, rejected := 0, 0
-		for _, d := range decs {
-			if d.Allowed {
-				admitted++
-			} else {
-				rejected++
-			}
-		}
-		var trips int64
-		for _, l := range ls {
-			trips += l.Stats().RoundTrips
-		}
-		trips -= trips0
-		live := 100 * float64(trips) / float64(len(decs))
-		liveRej := 100 * float64(rejected) / float64(len(decs))
-		liveX := float64(admitted) / (float64(length) / float64(win)) / limit
-		// One live run of ~800 requests swings with how close the count
-		// comes to L: the simulator's seeds alone range over a factor of
-		// several in round trips. One live run is one draw: admitted_x
-		// within 10% of the seeds' mean, round trips and rejections within
-		// three standard deviations of the seeds (or 10%, where they
-		// hardly vary).
-		var f sim.Figures
-		var sum, sq [2]float64
-		const seeds = 20
-		for s := uint64(1); s <= seeds; s++ {
-			r, err := sim.Run(sim.Params{Design: "headroom", Gateways: k, Sync: delta, Limit: limit, Window: win,
-				Traffic: sim.Traffic{Kind: sim.Steady, Factor: 0.8}, Duration: length, Seed: s})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.Add(r.Figures)
-			for i, v := range []float64{r.RoundTripPct, r.RejectedPct} {
-				sum[i] += v
-				sq[i] += v * v
-			}
-		}
-		f.Div(seeds)
-		var sd [2]float64
-		for i := range sd {
-			m := sum[i] / seeds
-			sd[i] = math.Sqrt(max(sq[i]/seeds-m*m, 0) * seeds / (seeds - 1))
-		}
-		t.Logf("live: %d requests, admitted_x %.3f, %.2f%% rejected, %.2f%% round trips; simulator over %d seeds: admitted_x %.3f, "+
-			"rejected %.2f%% (sd %.2f), round trips %.2f%% (sd %.2f)",
-			len(decs), liveX, liveRej, live, seeds, f.AdmittedX, f.RejectedPct, sd[1], f.RoundTripPct, sd[0])
-		if liveX < 0.9*f.AdmittedX || liveX > 1.1*f.AdmittedX {
-			t.Fatalf("live admitted_x %.3f, simulator %.3f: more than 10%% apart", liveX, f.AdmittedX)
-		}
-		for i, c := range []struct {
-			what       string
-			live, simu float64
-		}{{"round trips", live, f.RoundTripPct}, {"rejections", liveRej, f.RejectedPct}} {
-			if d := math.Abs(c.live - c.simu); d > max(3*sd[i], 0.1*c.simu) {
-				t.Fatalf("live %s %.2f%%, simulator %.2f%% (sd over its seeds %.2f): more than three sd apart", c.what, c.live, c.simu, sd[i])
-			}
-		}
+		live := liveHonest(ls, "hr-honest", 0.8*limit/win.Seconds(), length, win)
+		p := params
+		p.Traffic, p.Duration = sim.Traffic{Kind: sim.Steady, Factor: 0.8}, length
+		live.against(t, p, 20)
 	})
+}
+
+// simSeeds runs p with seeds 1 to n and returns the mean figures and the
+// standard deviation over the seeds of round_trip_pct and rejected_pct.
+func simSeeds(t testing.TB, p sim.Params, n int) (mean sim.Figures, sd [2]float64) {
+	var sum, sq [2]float64
+	for s := 1; s <= n; s++ {
+		p.Seed = uint64(s)
+		r, err := sim.Run(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mean.Add(r.Figures)
+		for i, v := range []float64{r.RoundTripPct, r.RejectedPct} {
+			sum[i] += v
+			sq[i] += v * v
+		}
+	}
+	mean.Div(float64(n))
+	for i := range sd {
+		m := sum[i] / float64(n)
+		sd[i] = math.Sqrt(max(sq[i]/float64(n)-m*m, 0) * float64(n) / float64(n-1))
+	}
+	return mean, sd
+}
+
+// liveRun is what a live fleet made of an honest client's requests.
+type liveRun struct {
+	requests                        int
+	admittedX, rejectedPct, tripPct float64
+	admits                          []int64 // the admitted requests' times
+}
+
+// liveHonest drives Poisson arrivals at rate a second over ls for length
+// and measures them, W being the window.
+func liveHonest(ls []*Limiter, key string, rate float64, length, w time.Duration) liveRun {
+	var trips0 int64
+	for _, l := range ls {
+		trips0 += l.Stats().RoundTrips
+	}
+	decs := honest(ls, key, rate, length, 7)
+	var r liveRun
+	rejected := 0
+	for _, d := range decs {
+		if d.Allowed {
+			r.admits = append(r.admits, d.At)
+		} else {
+			rejected++
+		}
+	}
+	trips := -trips0
+	for _, l := range ls {
+		trips += l.Stats().RoundTrips
+	}
+	r.requests = len(decs)
+	r.tripPct = 100 * float64(trips) / float64(len(decs))
+	r.rejectedPct = 100 * float64(rejected) / float64(len(decs))
+	r.admittedX = float64(len(r.admits)) / (float64(length) / float64(w)) / float64(ls[0].Config().Limit)
+	return r
+}
+
+// against holds a live honest run to the simulator's figures for p over n
+// seeds. One live run of a few hundred requests swings with how close the
+// count comes to L: the simulator's seeds alone range over a factor of
+// several in round trips. So admitted_x within 10% of the seeds' mean,
+// round trips and rejections within three standard deviations of the seeds
+// (or 10%, where they hardly vary).
+func (r liveRun) against(t *testing.T, p sim.Params, n int) {
+	t.Helper()
+	f, sd := simSeeds(t, p, n)
+	t.Logf("live: %d requests, admitted_x %.3f, %.2f%% rejected, %.2f%% round trips; simulator over %d seeds: admitted_x %.3f, "+
+		"rejected %.2f%% (sd %.2f), round trips %.2f%% (sd %.2f)",
+		r.requests, r.admittedX, r.rejectedPct, r.tripPct, n, f.AdmittedX, f.RejectedPct, sd[1], f.RoundTripPct, sd[0])
+	if r.admittedX < 0.9*f.AdmittedX || r.admittedX > 1.1*f.AdmittedX {
+		t.Errorf("live admitted_x %.3f, simulator %.3f: more than 10%% apart", r.admittedX, f.AdmittedX)
+	}
+	for i, c := range []struct {
+		what       string
+		live, simu float64
+	}{{"round trips", r.tripPct, f.RoundTripPct}, {"rejections", r.rejectedPct, f.RejectedPct}} {
+		if d := math.Abs(c.live - c.simu); d > max(3*sd[i], 0.1*c.simu) {
+			t.Errorf("live %s %.2f%%, simulator %.2f%% (sd over its seeds %.2f): more than three sd apart", c.what, c.live, c.simu, sd[i])
+		}
+	}
+}
+
+// floodAgainst floods ls at rate requests a second for p.Duration, evenly,
+// and holds the live fleet to the simulator's admitted_x for p (10 seeds)
+// within 10%, and its worst window to bound(), read after the flood; over
+// windows shortened by a call's flight, and with what the fallback adds
+// when a busy machine made calls late (docs/design.md).
+func floodAgainst(t *testing.T, ls []*Limiter, key string, rate float64, p sim.Params, bound func() int) {
+	t.Helper()
+	r := flood(ls, key, rate, p.Duration, false)
+	adm := r.stamps()
+	wExact := worst(slices.Clone(adm), p.Window-ls[0].Config().Timeout-time.Millisecond)
+	x := float64(len(adm)) / (float64(p.Duration) / float64(p.Window)) / float64(p.Limit)
+	f, _ := simSeeds(t, p, 10)
+	b := bound()
+	if r.fallbackAdmits > 0 {
+		b += len(ls) - 1 + r.mostUnheard(adm, p.Sync+r.longestSync)
+	}
+	t.Logf("live: admitted_x %.3f, worst window %d (bound %d, %d by the fallback); simulator: admitted_x %.3f, worst window %.0f",
+		x, wExact, b, r.fallbackAdmits, f.AdmittedX, f.WorstWindowX*float64(p.Limit))
+	if x < 0.9*f.AdmittedX || x > 1.1*f.AdmittedX {
+		t.Errorf("live admitted_x %.3f, simulator %.3f: more than 10%% apart", x, f.AdmittedX)
+	}
+	if wExact > b {
+		t.Errorf("worst window %d over the bound %d", wExact, b)
+	}
 }

@@ -479,18 +479,23 @@ func (k *Key) expiring(until int64) ([]int64, []int) {
 // while it is.
 func (k *Key) grant(gw, ask, count, spare int) int {
 	avail := k.limit - count - k.outTotal
-	switch {
-	case spare <= 0:
-	case k.contendedAt(k.now, spare):
-		return 0 // slots would only feed a flood: the central check decides
-	default:
+	if spare > 0 {
 		avail += spare
-		ask = k.ranked(gw, ask, avail, 0)
 	}
-	if ask > avail {
-		ask = avail
+	return k.give(gw, ask, avail, spare, 0)
+}
+
+// give grants gateway gw up to ask of avail slots; with a spare, none
+// while the key is contended (slots would only feed a flood: the central
+// check decides), and ranked, gw's counted on from from.
+func (k *Key) give(gw, ask, avail, spare, from int) int {
+	if spare > 0 {
+		if k.contendedAt(k.now, spare) {
+			return 0
+		}
+		ask = k.ranked(gw, ask, avail, from)
 	}
-	if ask <= 0 {
+	if ask = min(ask, avail); ask <= 0 {
 		return 0
 	}
 	k.out[gw] += ask
@@ -847,19 +852,11 @@ func (k *Key) topUp(gw, n, spare int) int {
 	if avail <= 0 {
 		return 0
 	}
-	if spare > 0 {
-		if k.contendedAt(k.now, spare) {
-			return 0
-		}
-		n = k.ranked(gw, n, avail, k.out[gw])
+	g := k.give(gw, n, avail, spare, k.out[gw])
+	if g > 0 {
+		k.lackVer++
 	}
-	if n = min(n, avail); n <= 0 {
-		return 0
-	}
-	k.out[gw] += n
-	k.outTotal += n
-	k.lackVer++
-	return n
+	return g
 }
 
 // roundTripGrant is grant outside a sync: new slots change what the

@@ -189,16 +189,13 @@ local function ranked(h, gw, ask, avail, from)
   end
   return lo
 end
--- grant gives gw up to ask slots within the limit; with a spare, within
--- the limit plus spare, ranked, while the key is not contended in epoch e,
--- and none while it is.
-local function grant(h, limit, gw, ask, count, spare, e)
-  local avail = limit - count - outstanding(h)
+-- give grants gw up to ask of avail slots; with a spare, none while the
+-- key is contended in epoch e, and ranked, gw's counted on from from.
+local function give(h, gw, ask, avail, spare, e, from)
   if spare > 0 then
     local f0, f1 = refusals(h, e)
     if f0 + f1 >= math.max(2 * spare, 2) then return 0 end
-    avail = avail + spare
-    ask = ranked(h, gw, ask, avail, 0)
+    ask = ranked(h, gw, ask, avail, from)
   end
   local g = math.min(ask, avail)
   if g <= 0 then return 0 end
@@ -206,22 +203,21 @@ local function grant(h, limit, gw, ask, count, spare, e)
   redis.call('HINCRBY', h, 'ot', g)
   return g
 end
+-- grant gives gw up to ask slots within the limit; with a spare, within
+-- the limit plus spare, ranked, while the key is not contended in epoch e,
+-- and none while it is.
+local function grant(h, limit, gw, ask, count, spare, e)
+  local avail = limit - count - outstanding(h)
+  if spare > 0 then avail = avail + spare end
+  return give(h, gw, ask, avail, spare, e, 0)
+end
 -- topUp is memstore's: up to ask slots for gw after its central admit,
 -- within the limit; with a spare, none while the key is contended, and
 -- ranked, gw's counted on from those it holds.
 local function topUp(h, limit, gw, ask, count, spare, e)
   local avail = limit - count - outstanding(h)
   if avail <= 0 then return 0 end
-  if spare > 0 then
-    local f0, f1 = refusals(h, e)
-    if f0 + f1 >= math.max(2 * spare, 2) then return 0 end
-    ask = ranked(h, gw, ask, avail, tonumber(redis.call('HGET', h, 'o:' .. gw) or '0'))
-  end
-  local g = math.min(ask, avail)
-  if g <= 0 then return 0 end
-  redis.call('HINCRBY', h, 'o:' .. gw, g)
-  redis.call('HINCRBY', h, 'ot', g)
-  return g
+  return give(h, gw, ask, avail, spare, e, tonumber(redis.call('HGET', h, 'o:' .. gw) or '0'))
 end
 `
 
