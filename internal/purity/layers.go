@@ -34,7 +34,7 @@ var Layers = map[string][]string{
 	"accesslog":                 nil,
 	"replay":                    {"accesslog", "design", "sim", "store", "store/memstore", "window"},
 	"scripts/accesslog-gen":     nil,
-	"scripts/roundtrip-bound":   {"sim"},
+	"scripts/roundtrip-bound":   {"sim", "study"},
 	"contrib/caddy":             {"design", "httpmw", "limiter", "store/redisstore"},
 	"contrib/caddy/cmd/caddy":   {"contrib/caddy"},
 	"rls":                       {"design", "httpmw", "limiter", "store", "window"},
