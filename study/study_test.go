@@ -7,8 +7,10 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetlimit/fleetlimit/design"
 )
@@ -98,6 +100,14 @@ func TestSameResultsAnyWorkers(t *testing.T) {
 	runs := f.Select(Quick())
 	if len(runs) < 50 {
 		t.Fatalf("only %d runs", len(runs))
+	}
+	// ten minutes each, and not permit's dearest (32 gateways syncing every
+	// 100 ms): the order of the work, not its length, is under test
+	runs = slices.DeleteFunc(runs, func(r Run) bool {
+		return r.Params.Design == "permit" && r.Params.Gateways == 32 && r.Params.Sync == 100*time.Millisecond
+	})
+	for i := range runs {
+		runs[i].Params.Duration = min(runs[i].Params.Duration, 10*time.Minute)
 	}
 	var want []byte
 	for _, w := range []int{1, 2, 5} {
