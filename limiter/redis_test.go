@@ -439,6 +439,9 @@ func TestHeadroomFleetOnRedis(t *testing.T) {
 		watches[name] = w
 		designs[name] = d
 	}
+	// the rest mostly waits on the clock: beside permit's, once the
+	// registry is written
+	t.Parallel()
 	// fleet starts the K limiters of one subtest.
 	fleet := func(t *testing.T, name string) []*Limiter {
 		d := designs[name]
