@@ -198,6 +198,7 @@ func TestCheck3AlignedFixedFloodGetsKL(t *testing.T) {
 // Check 4: neither lease design ever has more than L admitted in any window
 // of its kind, in any run.
 func TestCheck4LeasesNeverExceedL(t *testing.T) {
+	t.Parallel() // pure runs: the suite's sim step has two cores
 	traffics := []string{"steady:0.5", "steady:0.8", "steady:1", "pageload:0.5", "pageload:0.8",
 		"flood:1.5", "flood:3", "flood:10", "flood:30", "flood:100", "flood:300", "flood:1000"}
 	ks := []int{2, 8, 32}

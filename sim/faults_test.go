@@ -90,6 +90,7 @@ func TestSyncLossOneIsolatesTheGateways(t *testing.T) {
 // any window of decision times: with a fixed delay the store's window and
 // the decisions' window hold the same admits.
 func TestRTTDelaysCentralDecisions(t *testing.T) {
+	t.Parallel() // pure runs: the suite's sim step has two cores
 	const rtt = 10 * time.Millisecond
 	p := floodRun("central-log", 2)
 	p.Traffic.Factor = 10 // 16.7 requests/s: the two gateways keep up

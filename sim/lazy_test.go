@@ -66,6 +66,7 @@ func mustHaveTested(t *testing.T, how string, runs, rejecting int, performed, ev
 }
 
 func TestLazyEqualsEager(t *testing.T) {
+	t.Parallel() // pure runs: the suite's sim step has two cores
 	var performed [3]int64
 	record := func(p Params, md mode) ([]decision, Result) {
 		tr, res, n := recordRun(t, p, nil, md)

@@ -34,6 +34,7 @@ func multiDesigns() map[string]window.Kind {
 // none of the other), and that no limit was passed by more than its design
 // allows.
 func TestSeveralLimitsCountOnlyAdmits(t *testing.T) {
+	t.Parallel() // pure runs: the suite's sim step has two cores
 	for _, c := range []struct {
 		also     Limit
 		duration time.Duration

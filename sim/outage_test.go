@@ -21,6 +21,7 @@ import (
 // two windows: the worst window with the outage is at most max(L, the
 // worst without) + K + Ū + those.
 func TestOutageBound(t *testing.T) {
+	t.Parallel() // pure runs: the suite's sim step has two cores
 	ks, deltas := []int{2, 8, 32}, []time.Duration{100 * time.Millisecond, time.Second}
 	traffics := []string{"steady:0.8", "flood:3", "flood:100"}
 	if raceEnabled {

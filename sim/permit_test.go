@@ -19,6 +19,7 @@ import (
 // pulsed, and at every rate; on fleets of 2 to 128 gateways, Δ from 0.1 s
 // (up to K = 8) to 10 s, L of 100 and 1,000.
 func TestPermitBound(t *testing.T) {
+	t.Parallel() // pure runs: the suite's sim step has two cores
 	traffics := []string{"steady:0.8,flood:1.5", "steady:0.8,flood:1000", "steady:0.8,flood:1000@3+5m", "steady:0.8,flood:1000@1+5m10ms",
 		"steady:1,flood:30+5m", "steady:0.8,flood:1000+5m~1s/59s", "steady:0.8,flood:100@3+5m~200ms/9800ms",
 		"pageload:0.8,flood:1000+5m1ms"}

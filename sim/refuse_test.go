@@ -14,6 +14,7 @@ import (
 // figure of the run, and, with a trace (which turns the bulk off), every
 // decision.
 func TestRefusalsMatchPlain(t *testing.T) {
+	t.Parallel() // pure runs: the suite's sim step has two cores
 	floods := []string{"flood:1.5", "flood:10", "flood:300", "steady:0.5,flood:100+5m", "flood:100~10s/50s"}
 	ks := []int{1, 3, 8, 32}
 	if raceEnabled {

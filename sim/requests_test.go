@@ -15,6 +15,7 @@ import (
 // counted in bulk, mixes, targets, pulses and faults, the requests of each
 // key drawn once and shared by every design and sync interval.
 func TestRequestsMatchRun(t *testing.T) {
+	t.Parallel() // pure runs: the suite's sim step has two cores
 	traffics := []string{"steady:0.5", "pageload:0.8", "flood:30", "steady:0.5,flood:100@1+5m", "flood:100~10s/50s"}
 	syncs := []time.Duration{100 * time.Millisecond, 3 * time.Second}
 	if raceEnabled {
