@@ -29,21 +29,7 @@ func TestPermitFleetOnRedis(t *testing.T) {
 	)
 	bound := limit + int(math.Floor(design.PermitTolerance*limit))
 	fleet := func(t *testing.T, name string) []*Limiter {
-		var ls []*Limiter
-		for i := 0; i < k; i++ {
-			st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{Prefix: "pm:"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, err := New(Config{Design: "permit", Limit: limit, Window: win, Sync: delta, Gateways: k, Gateway: i,
-				Store: st, Logger: quietLog, Fleet: name})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ls = append(ls, l)
-			t.Cleanup(func() { l.Close(); st.Close() })
-		}
-		return ls
+		return redisFleet(t, srv.Addr, "pm:", k, Config{Design: "permit", Limit: limit, Window: win, Sync: delta, Fleet: name})
 	}
 	params := sim.Params{Design: "permit", Gateways: k, Sync: delta, Limit: limit, Window: win}
 	t.Run("flood", func(t *testing.T) {

@@ -444,22 +444,7 @@ func TestHeadroomFleetOnRedis(t *testing.T) {
 	t.Parallel()
 	// fleet starts the K limiters of one subtest.
 	fleet := func(t *testing.T, name string) []*Limiter {
-		d := designs[name]
-		var ls []*Limiter
-		for i := 0; i < k; i++ {
-			st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{Prefix: "hr:"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, err := New(Config{Design: d, Limit: limit, Window: win, Sync: delta, Gateways: k, Gateway: i,
-				Store: st, Logger: quietLog, Fleet: name})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ls = append(ls, l)
-			t.Cleanup(func() { l.Close(); st.Close() })
-		}
-		return ls
+		return redisFleet(t, srv.Addr, "hr:", k, Config{Design: designs[name], Limit: limit, Window: win, Sync: delta, Fleet: name})
 	}
 	params := sim.Params{Design: "headroom", Gateways: k, Sync: delta, Limit: limit, Window: win}
 	t.Run("flood", func(t *testing.T) {
@@ -590,4 +575,28 @@ func floodAgainst(t *testing.T, ls []*Limiter, key string, rate float64, p sim.P
 	if wExact > b {
 		t.Errorf("worst window %d over the bound %d", wExact, b)
 	}
+}
+
+// redisFleet starts k limiters made from cfg, gateways 0 to k-1 of one
+// fleet, each with a Redis client of its own on addr under prefix, closed
+// when t ends.
+func redisFleet(t *testing.T, addr, prefix string, k int, cfg Config) []*Limiter {
+	t.Helper()
+	var ls []*Limiter
+	for i := 0; i < k; i++ {
+		st, err := redisstore.Dial(context.Background(), addr, redisstore.Options{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cfg
+		c.Gateways, c.Gateway, c.Store, c.Logger = k, i, st, quietLog
+		l, err := New(c)
+		if err != nil {
+			st.Close()
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		t.Cleanup(func() { l.Close(); st.Close() })
+	}
+	return ls
 }

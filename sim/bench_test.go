@@ -30,3 +30,22 @@ func BenchmarkFlood(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQuietFleet runs a quiet key on a large fleet (steady:0.8,
+// K = 32, Δ = 100 ms, an hour: 1.15 million syncs) for headroom, whose idle
+// gateways skip their syncs, and permit, whose gateways sync every Δ and
+// are re-ranked by the store each time; one run per op.
+func BenchmarkQuietFleet(b *testing.B) {
+	for _, name := range []string{"headroom", "permit"} {
+		b.Run(name, func(b *testing.B) {
+			p := Defaults()
+			p.Design, p.Gateways, p.Sync, p.Duration = name, 32, 100*time.Millisecond, time.Hour
+			p.Traffic = Traffic{Kind: Steady, Factor: 0.8}
+			for b.Loop() {
+				if _, err := Run(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
