@@ -157,16 +157,19 @@ func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 		l.local.add(now, n)
 		return Admit, store.Query{}
 	}
-	if l.permit && l.waiting(now) {
-		return Reject, store.Query{} // the slots out fill L + spare: until the view changes
-	}
-	if l.permit && l.fullView(now, n) {
-		l.refused += n
-		return Reject, store.Query{}
-	}
 	q := store.Query{Kind: store.QueryCentral, N: n, Spare: int32(l.spare)}
 	if l.permit {
-		q.TopUp = l.topUp(now)
+		if l.waiting(now) {
+			return Reject, store.Query{} // the slots out fill L + spare: until the view changes
+		}
+		if l.told && !l.syncing {
+			known := l.view.known(l.cfg.Window.Lo(now))
+			if known+n > l.cfg.Limit && now <= l.view.at+l.horizon() { // as fullView
+				l.refused += n
+				return Reject, store.Query{}
+			}
+			q.TopUp = l.topUp(known)
+		}
 	}
 	switch {
 	case l.syncing || l.permit:
@@ -193,9 +196,10 @@ func (l *lease) fullView(now int64, n int) bool {
 // topUp is the slots permit asks with a central check: while its view
 // shows the window at most half full, what it would ask at a sync, so that
 // a hot key whose arrivals outran its slots does not send the rest of the
-// interval to the store (a sync in flight would forget them: none then).
-func (l *lease) topUp(now int64) int16 {
-	if !l.told || l.syncing || 2*(l.view.known(l.cfg.Window.Lo(now))+1) > l.cfg.Limit {
+// interval to the store; known is the view's count (Decide asks for none
+// while a sync is in flight, which would forget them).
+func (l *lease) topUp(known int) int16 {
+	if 2*(known+1) > l.cfg.Limit {
 		return 0
 	}
 	return int16(min(l.want(), math.MaxInt16))
