@@ -70,13 +70,14 @@ func NewPermit(c Config, t float64) Gateway {
 // hands back what it did not use and asks for ceil(1.5 r + 1) slots, r being
 // its arrivals per sync interval averaged over the last window.
 type lease struct {
-	cfg    Config
-	ask    bool     // lease-ask, permit
-	permit bool     // permit: asks by need, central checks past its slots
-	spare  int      // permit: the room beyond L that slots may take (the central check's Spare)
-	lend   int      // permit: the part of it syncs may grant (the push's Spare)
-	long   arrivals // permit: arrivals over the last permitMemory windows, which rank its asks
-	closed int      // permit: the sync intervals closed, up to a window's
+	cfg      Config
+	ask      bool     // lease-ask, permit
+	permit   bool     // permit: asks by need, central checks past its slots
+	spare    int      // permit: the room beyond L that slots may take (the central check's Spare)
+	lend     int      // permit: the part of it syncs may grant (the push's Spare)
+	long     arrivals // permit: arrivals over the last permitMemory windows, which rank its asks
+	closed   int      // permit: the sync intervals closed, up to a window's
+	wantMemo wantMemo
 	// permit: the store's count as last told, aged by the stamps it said
 	// leave the window soon (told: since a pull or an answer); the
 	// requests refused alone on it since the last push, and those the
@@ -127,6 +128,25 @@ func newLease(c Config, ask bool) Gateway {
 // permit's is one more than ceil(r + 3 sqrt(r)) (at least 1), and 0 when
 // nothing arrived in permitMemory windows.
 func (l *lease) want() int {
+	m := &l.wantMemo
+	if m.ok && m.sum == l.arr.sum && m.closed == l.closed && m.idle == (l.long.sum == 0) {
+		return m.val
+	}
+	*m = wantMemo{ok: true, sum: l.arr.sum, closed: l.closed, idle: l.long.sum == 0, val: l.wantOf()}
+	return m.val
+}
+
+// wantMemo is want's last answer and what it depends on: a sync of a quiet
+// key asks what it asked before, and permit's ask costs a square root.
+type wantMemo struct {
+	ok          bool
+	sum, closed int
+	idle        bool
+	val         int
+}
+
+// wantOf is want without the memo.
+func (l *lease) wantOf() int {
 	r := l.arr.mean()
 	if !l.permit {
 		return int(math.Ceil(1.5*r + 1))
