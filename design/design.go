@@ -174,6 +174,12 @@ type Info struct {
 	// figures must depend neither on Config.Sync nor on the gateway that
 	// decides (sim.Params.FleetFree).
 	NoSync bool
+	// BusySyncs is true for designs whose gateways sync every interval
+	// while they hold or want anything (permit: for five windows after a
+	// request), so that few of their syncs are quiet (Lazy.QuietSyncs):
+	// the simulator then performs every sync, as looking ahead for the
+	// quiet ones costs more than leaving them out saves.
+	BusySyncs bool
 	// PushOnly is true for designs whose syncs only push their admits and
 	// whose decisions never read a pull (split): a run's decisions must not
 	// depend on Config.Sync, only what the store holds does

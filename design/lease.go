@@ -20,11 +20,12 @@ func init() {
 		New:     func(c Config) Gateway { return newLease(c, true) },
 	})
 	register(Info{
-		Name:    "permit",
-		Summary: "lease slots where arrivals are likely, lent beyond L by a tolerance while the key is calm; ask the store's central check beyond them",
-		Leases:  true,
-		Spare:   true,
-		New:     func(c Config) Gateway { return NewPermit(c, PermitTolerance) },
+		Name:      "permit",
+		Summary:   "lease slots where arrivals are likely, lent beyond L by a tolerance while the key is calm; ask the store's central check beyond them",
+		Leases:    true,
+		Spare:     true,
+		BusySyncs: true,
+		New:       func(c Config) Gateway { return NewPermit(c, PermitTolerance) },
 	})
 }
 

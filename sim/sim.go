@@ -323,7 +323,8 @@ const (
 // run whose eager mode can leave quiet syncs out itself (skipper). Every
 // mode makes the same decisions (tested); the choice is only about speed:
 // the lazy mode's scheduling pays off when most syncs are idle, the eager
-// mode's pass over every sync when few are (docs/performance.md).
+// mode's pass over every sync when few are (docs/performance.md), and
+// for designs whose syncs are seldom quiet (design.Info.BusySyncs).
 const (
 	lazyBelow         = 0.5
 	lazyBelowSkipping = 0.1
@@ -486,12 +487,12 @@ func (r *runner) execute(md mode) {
 		r.faulty()
 	case r.info.NoSync:
 		r.eager(false, md != modePlain)
-	case md == modeLazy && lazy, md == modeAuto && lazy && perGateway < below:
+	case md == modeLazy && lazy, md == modeAuto && lazy && !r.info.BusySyncs && perGateway < below:
 		r.lazy()
 	default:
 		// the eager mode proper (modeEager) performs every sync: the
 		// store's counts of many keys come from it (RunKeys)
-		r.skipQuiet = md == modeAuto && perGateway < skipBelow || md == modeSkip
+		r.skipQuiet = md == modeAuto && !r.info.BusySyncs && perGateway < skipBelow || md == modeSkip
 		r.eager(true, md != modePlain)
 	}
 }
