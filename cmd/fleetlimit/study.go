@@ -39,8 +39,8 @@ requests (every design and sync interval of a traffic, K and seed) go
 together and draw them once; central-log, which never syncs, runs once
 for every K and Δ, and split, whose syncs only push, once for every Δ.
 The results do not depend on the number of workers. The whole grid
-takes about 2.5 minutes on 2 cores (permit, whose gateways all sync every
-Δ, half of it) and about 350 MB of memory: unless GOGC is
+takes about 2.2 minutes on 2 cores (permit, whose gateways all sync every
+Δ, and the fleet part half of it) and about 350 MB of memory: unless GOGC is
 set, the study collects garbage at GOGC=400 (docs/performance.md).
 Ctrl-C stops cleanly and keeps what finished.`,
 		Example: `  fleetlimit study --out study-out
