@@ -181,13 +181,14 @@ func (opt Options) allow(ctx context.Context, l *limiter.Limiter, method string,
 // metadata is the draft's two fields of a decision, as response metadata.
 func (opt Options) metadata(d limiter.Decision) metadata.MD {
 	reset := int64(math.Ceil(d.Reset.Seconds()))
-	policy, name := httpmw.PolicyField(opt.Policy, uint64(d.Limit), int64(math.Ceil(d.Window.Seconds()))), opt.Policy
+	v, name := make([]string, 2), opt.Policy // one allocation for both fields' values
 	if len(opt.Limits) > 0 {
-		policy, name = httpmw.Policies(opt.Limits), opt.Limits[d.Bound].Name
+		v[0], name = httpmw.Policies(opt.Limits), opt.Limits[d.Bound].Name
+	} else {
+		v[0] = httpmw.PolicyField(name, uint64(d.Limit), int64(math.Ceil(d.Window.Seconds())))
 	}
-	return metadata.MD{
-		"ratelimit-policy": {policy},
-		"ratelimit":        {httpmw.LimitField(name, uint64(max(d.Remaining, 0)), reset)}}
+	v[1] = httpmw.LimitField(name, uint64(max(d.Remaining, 0)), reset)
+	return metadata.MD{"ratelimit-policy": v[:1:1], "ratelimit": v[1:]}
 }
 
 // Rejection is the status error of a rejected decision: RESOURCE_EXHAUSTED

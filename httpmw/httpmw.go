@@ -15,6 +15,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +29,13 @@ type KeyFunc func(*http.Request) string
 // Header keys requests by the value of a header, such as an API key; all
 // requests without it share the key "".
 func Header(name string) KeyFunc {
-	return func(r *http.Request) string { return r.Header.Get(name) }
+	name = textproto.CanonicalMIMEHeaderKey(name) // once, not at every request
+	return func(r *http.Request) string {
+		if v := r.Header[name]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
 }
 
 // ClientIP keys requests by the connection's remote IP address. It does not
@@ -182,14 +189,15 @@ func (opt Options) setHeaders(h http.Header, d limiter.Decision) {
 	reset := int64(math.Ceil(d.Reset.Seconds()))
 	switch opt.Headers {
 	case Draft:
-		name := cmp.Or(opt.Policy, "default")
+		name, v := cmp.Or(opt.Policy, "default"), make([]string, 2) // one allocation for both headers
 		if len(opt.Limits) > 0 {
 			name = opt.Limits[d.Bound].Name
-			h.Set("RateLimit-Policy", Policies(opt.Limits))
+			v[0] = Policies(opt.Limits)
 		} else {
-			h.Set("RateLimit-Policy", PolicyField(name, uint64(d.Limit), int64(math.Ceil(d.Window.Seconds()))))
+			v[0] = PolicyField(name, uint64(d.Limit), int64(math.Ceil(d.Window.Seconds())))
 		}
-		h.Set("RateLimit", LimitField(name, uint64(max(d.Remaining, 0)), reset))
+		v[1] = LimitField(name, uint64(max(d.Remaining, 0)), reset)
+		h[policyHeader], h[limitHeader] = v[:1:1], v[1:] // h.Set's canonical keys, without making them each time
 	case Legacy:
 		n := opt.Legacy
 		h.Set(cmp.Or(n.Limit, "RateLimit-Limit"), strconv.Itoa(d.Limit))
@@ -200,6 +208,12 @@ func (opt Options) setHeaders(h http.Header, d limiter.Decision) {
 		h.Set("Retry-After", seconds(d.RetryAfter, 1))
 	}
 }
+
+// The draft's headers, in the canonical form http.Header keeps.
+const (
+	policyHeader = "Ratelimit-Policy"
+	limitHeader  = "Ratelimit"
+)
 
 // Policies is the RateLimit-Policy list of several named limits, e.g.
 // "burst";q=10;w=1, "daily";q=250;w=86400.
@@ -214,33 +228,45 @@ func Policies(ps []Policy) string {
 // PolicyField is a RateLimit-Policy item: the policy's name, its quota q
 // and its window w in seconds, e.g. "default";q=100;w=60.
 func PolicyField(name string, quota uint64, window int64) string {
-	return sfString(name) + ";q=" + strconv.FormatUint(quota, 10) + ";w=" + strconv.FormatInt(window, 10)
+	return field(name, ";q=", quota, ";w=", window)
 }
 
 // LimitField is a RateLimit item: the policy's name, what remains r and
 // the seconds t until the quota resets, e.g. "default";r=50;t=30.
 func LimitField(name string, remaining uint64, reset int64) string {
-	return sfString(name) + ";r=" + strconv.FormatUint(remaining, 10) + ";t=" + strconv.FormatInt(reset, 10)
+	return field(name, ";r=", remaining, ";t=", reset)
+}
+
+// field is a draft item, name;a=x;b=y, made in one allocation: one is on
+// every response.
+func field(name, a string, x uint64, b string, y int64) string {
+	var buf [96]byte
+	f := appendSF(buf[:0], name)
+	f = strconv.AppendUint(append(f, a...), x, 10)
+	f = strconv.AppendInt(append(f, b...), y, 10)
+	return string(f)
 }
 
 // sfString is s as a structured-field string (RFC 8941): quoted, with
 // quotes and backslashes escaped and characters outside printable ASCII
 // dropped; an empty name is "default".
-func sfString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r >= 0x20 && r < 0x7f:
-			b.WriteRune(r)
+func sfString(s string) string { return string(appendSF(nil, s)) }
+
+// appendSF appends sfString(s) to b. It reads bytes: every byte of a
+// character outside ASCII is outside printable ASCII, and dropped.
+func appendSF(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := len(b)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c >= 0x20 && c < 0x7f:
+			b = append(b, c)
 		}
 	}
-	if b.Len() == 1 {
-		b.WriteString("default")
+	if len(b) == start {
+		b = append(b, "default"...)
 	}
-	b.WriteByte('"')
-	return b.String()
+	return append(b, '"')
 }
