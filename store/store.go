@@ -88,8 +88,10 @@ type Repair struct {
 	// window before the store forgot the key (Pull.Gen changed): stamps,
 	// ascending, each standing for ReseedCounts[i] requests (nil: 1).
 	// They are counted like admits, under ReseedID, which names this
-	// re-seed among the gateway's re-seeds of the key in this epoch, so
-	// that a retried re-seed counts once where the store can tell.
+	// re-seed among the gateway's re-seeds of the key in this epoch: a
+	// retried re-seed counts once, and an older one, late, not at all
+	// (0: always counted). A store that lost the key again has forgotten
+	// which it applied, and counts the retry, as it must.
 	Reseed       []int64
 	ReseedCounts []int
 	ReseedID     uint64

@@ -79,6 +79,7 @@ type Key struct {
 	refusalsOf int64
 	applied    []uint64 // per gateway: sequence number of the last admit applied
 	epoch      []uint64 // per gateway: the epoch applied belongs to
+	reseeded   []reseed // per gateway: the last re-seed applied
 	// per gateway: its last central admit that named itself (Call.ID),
 	// until a withdrawal or a later one settles it; a gateway asks one
 	// query at a time for a key and carries its withdrawals, so one is
@@ -150,6 +151,25 @@ func (k *Key) advance(now int64) int64 {
 	return now
 }
 
+// reseed names a gateway's re-seed of the key (store.Repair.ReseedID) in
+// one of its epochs.
+type reseed struct{ epoch, id uint64 }
+
+// newReseed reports whether gateway gw's re-seed id of epoch is one the
+// key has not applied, and notes it: a retried re-seed counts once, and
+// an older one, late, not at all. An id of 0 is always applied.
+func (k *Key) newReseed(gw int, epoch, id uint64) bool {
+	last := &k.reseeded[gw]
+	if id == 0 {
+		return true
+	}
+	if epoch < last.epoch || epoch == last.epoch && id <= last.id {
+		return false
+	}
+	*last = reseed{epoch, id}
+	return true
+}
+
 // centralAdmit is a central admit that named itself: which query, when and
 // how many requests.
 type centralAdmit struct {
@@ -166,6 +186,7 @@ func (k *Key) gateway(gw int) {
 		k.out = append(k.out, 0)
 		k.applied = append(k.applied, 0)
 		k.epoch = append(k.epoch, 0)
+		k.reseeded = append(k.reseeded, reseed{})
 		k.demand = append(k.demand, 0)
 		k.rate = append(k.rate, 0)
 		k.want = append(k.want, 0)
@@ -398,7 +419,7 @@ func (k *Key) SyncTo(now int64, p *store.Push, pull *store.Pull) {
 	}
 	stamps, counts := k.fresh(p)
 	k.insert(p.Gateway, stamps, counts)
-	if r := p.Repair; r != nil && len(r.Reseed) > 0 {
+	if r := p.Repair; r != nil && len(r.Reseed) > 0 && k.newReseed(p.Gateway, p.Epoch, r.ReseedID) {
 		k.insert(p.Gateway, r.Reseed, r.ReseedCounts)
 	}
 	held := k.out[p.Gateway] // settled now, and compared with the new grant below

@@ -29,7 +29,8 @@ import (
 //	     written); then a ring of R 4-byte counters, bucket b at b mod R
 //	w    a hash: "gw" the last central admit of gateway gw that named
 //	     itself ("epoch:id:bucket:n:own"), "x:gw:epoch:id" a withdrawn one
-//	     that had not been counted (it never may)
+//	     that had not been counted (it never may), "r:gw" the gateway's
+//	     last re-seed applied ("epoch:id", store.Repair.ReseedID)
 //	o:gw the same with no gateway entries, counting gateway gw's own
 //	     admits, kept only for a design that reads Pull.Own
 //	     (Push.WantOwn, Query.Own)
@@ -266,10 +267,27 @@ end
 // packed little-endian so that one struct.unpack reads it: limit (i4), seq
 // (d), epoch (20 digits), ask (i4), m (i4), then m groups of bucket (d),
 // admits (i4) and count each (i4); then nw (i4) withdrawals of query id
-// (d), bucket (d) and count (i4), applied first; then nr (i4) re-seeded
-// groups of bucket (d) and count (i4). It returns, for each key: count,
+// (d), bucket (d) and count (i4), applied first; then the re-seed's id
+// (d) and nr (i4) re-seeded groups of bucket (d) and count (i4), applied
+// unless the gateway's re-seed of that id (or a later one) was, as the
+// hash of central admits notes ("r:gw" = "epoch:id"). It returns, for each key: count,
 // own, granted, outstanding, gen, e, then e pairs of bucket and count.
 var counterSyncScript = redis.NewScript(counterLib + `
+-- reseeding reports whether gateway gw's re-seed id of epoch (20 digits)
+-- is one key w has not noted, and notes it: a retried re-seed counts
+-- once, an older one, late, not at all; id 0 always counts.
+local function reseeding(w, gw, epoch, id, ttl)
+  if id == 0 then return true end
+  local f = 'r:' .. gw
+  local last = call('HGET', w, f)
+  if last then
+    local le, li = sub(last, 1, 20), tonumber(sub(last, 22))
+    if epoch < le or epoch == le and id <= li then return false end
+  end
+  call('HSET', w, f, epoch .. ':' .. string.format('%d', id))
+  call('PEXPIRE', w, 2 * ttl)
+  return true
+end
 local b0, R, ttl, nowms = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local untl, gw, wantOwn = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == '1'
 local ng = tonumber(ARGV[8])
@@ -327,13 +345,16 @@ for i = 1, #ARGV - first do
       if own then bump(own, b, take * c) end
     end
   end
-  local nr
-  nr, wq = sunpack('<i4', a, wq)
+  local rid, nr
+  rid, nr, wq = sunpack('<di4', a, wq)
+  local fresh = nr > 0 and reseeding(KEYS[k + 1], gw, epoch, rid, ttl)
   for _ = 1, nr do
     local b, c, nq = sunpack('<di', a, wq)
     wq = nq
-    bump(r, b, c)
-    if own then bump(own, b, c) end
+    if fresh then
+      bump(r, b, c)
+      if own then bump(own, b, c) end
+    end
   end
   r.ot = r.ot - out
   local granted = 0
@@ -519,6 +540,7 @@ func counterKeyArg(k store.Key, pu store.Push) string {
 		b = appendFloat(b, float64(sp.Bucket(w.At)))
 		b = binary.LittleEndian.AppendUint32(b, uint32(int32(w.N)))
 	}
+	b = appendFloat(b, float64(r.ReseedID))
 	b = binary.LittleEndian.AppendUint32(b, uint32(int32(len(r.Reseed))))
 	for i, t := range r.Reseed {
 		b = appendFloat(b, float64(sp.Bucket(t)))

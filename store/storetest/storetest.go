@@ -462,6 +462,31 @@ var contract = []struct {
 			}
 		}
 	}},
+	{"a retried re-seed counts once", func(t *testing.T, b store.Backend) {
+		for _, spec := range []window.Spec{sliding, {Size: 10 * time.Second, Buckets: 10}} {
+			k := key(t, 100, spec)
+			k.Name += "/" + spec.String()
+			reseed := func(epoch, id uint64) store.Push {
+				return store.Push{Gateway: 2, Epoch: epoch, Repair: &store.Repair{
+					Reseed: []int64{at(500), at(3000)}, ReseedCounts: []int{2, 3}, ReseedID: id}}
+			}
+			for i, c := range []struct {
+				p    store.Push
+				want int
+				why  string
+			}{
+				{reseed(4, 1), 5, "the re-seed"},
+				{reseed(4, 1), 5, "the same re-seed again (its answer was lost)"},
+				{reseed(4, 2), 10, "the gateway's next re-seed (the store lost the key again)"},
+				{reseed(4, 1), 10, "an older re-seed, late"},
+				{reseed(5, 1), 15, "the first re-seed of the gateway's next epoch"},
+			} {
+				if p := sync1(t, b, at(4000+int64(i)), k, c.p); p.Count != c.want {
+					t.Fatalf("%v: count %d after %s, want %d", spec, p.Count, c.why, c.want)
+				}
+			}
+		}
+	}},
 	{"outstanding slots and the key's life", func(t *testing.T, b store.Backend) {
 		k := key(t, 10, sliding)
 		p := sync1(t, b, at(0), k, store.Push{Gateway: 0, Ask: 4})
