@@ -15,9 +15,9 @@ import (
 // decisions and a reload are upstream's. Without the password, or without
 // the CA, it refuses to start and says why.
 func TestServeUpstreamEnvRedisPasswordTLS(t *testing.T) {
-	p := newPKI(t)
-	cert, key, _ := p.issue(t, "redis", x509.ExtKeyUsageServerAuth)
-	ca := p.dir + "/ca.pem"
+	p := redistest.NewPKI(t)
+	cert, key, _ := p.Issue(t, "redis", x509.ExtKeyUsageServerAuth)
+	ca := p.CAFile
 	srv := redistest.StartWith(t, redistest.Options{Password: "s3cret", TLS: &redistest.TLSFiles{Cert: cert, Key: key, CA: ca}})
 	env := []string{"REDIS_SOCKET_TYPE=tcp", "REDIS_URL=" + srv.Addr, "REDIS_AUTH=s3cret", "REDIS_TLS=true", "REDIS_TLS_CACERT=" + ca}
 	s := startUpstreamServe(t, env...)

@@ -335,7 +335,7 @@ func (r redisFlags) conn() (redisstore.Conn, error) {
 	c.SentinelPassword, _ = lookupEnv("REDIS_SENTINEL_AUTH")
 	c.PoolSize, c.DialTimeout = r.pool, r.dialTimeout
 	if r.tls || c.TLS != nil {
-		if c.TLS, err = clientTLS(r.ca, r.cert, r.key, r.skipVerify); err != nil {
+		if c.TLS, err = redisstore.ClientTLS(r.ca, r.cert, r.key, r.skipVerify); err != nil {
 			return c, fmt.Errorf("redis TLS: %w", err)
 		}
 	} else if r.ca != "" || r.cert != "" || r.key != "" || r.skipVerify {
@@ -361,49 +361,6 @@ func openStore(ctx context.Context, r redisFlags) (store.Backend, func(), error)
 		return nil, nil, runError{err}
 	}
 	return rs, func() { rs.Close() }, nil
-}
-
-// clientTLS is a TLS client configuration: the CA bundle that signed the
-// server (default: the system's), a client certificate, and whether to
-// skip checking the server's name (the chain is still checked).
-func clientTLS(ca, cert, key string, skipName bool) (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if ca != "" {
-		pem, err := os.ReadFile(ca)
-		if err != nil {
-			return nil, err
-		}
-		cfg.RootCAs = x509.NewCertPool()
-		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s: no PEM certificate in it", ca)
-		}
-	}
-	if (cert == "") != (key == "") {
-		return nil, errors.New("a client certificate and its key go together")
-	}
-	if cert != "" {
-		c, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Certificates = []tls.Certificate{c}
-	}
-	if skipName {
-		roots := cfg.RootCAs
-		cfg.InsecureSkipVerify = true // the chain is verified below, the name is not
-		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("redis sent no certificate")
-			}
-			opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
-			for _, ic := range cs.PeerCertificates[1:] {
-				opts.Intermediates.AddCert(ic)
-			}
-			_, err := cs.PeerCertificates[0].Verify(opts)
-			return err
-		}
-	}
-	return cfg, nil
 }
 
 // checkAddrs names a listen address that is not host:port (an empty
