@@ -40,6 +40,12 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			password <password>
 //			db       <n>
 //			prefix   <prefix>
+//			tls {
+//				ca   <CA bundle, PEM; default the system's>
+//				cert <client certificate, PEM>
+//				key  <its key, PEM>
+//				skip_hostname_verification
+//			}
 //		}
 //		gateways   <K>
 //		gateway    <index>
@@ -146,6 +152,8 @@ func (h *Handler) redis(d *caddyfile.Dispenser) error {
 			err = stringArg(d, &r.Prefix)
 		case "address":
 			r.Addresses = append(r.Addresses, d.RemainingArgs()...)
+		case "tls":
+			r.TLS, err = redisTLS(d)
 		default:
 			err = d.Errf("fleetlimit: redis: unknown setting %q", d.Val())
 		}
@@ -158,6 +166,37 @@ func (h *Handler) redis(d *caddyfile.Dispenser) error {
 	}
 	h.Redis = r
 	return nil
+}
+
+// redisTLS reads the redis block's tls line and its block: "tls" alone is
+// TLS with the system's CAs.
+func redisTLS(d *caddyfile.Dispenser) (*RedisTLS, error) {
+	if d.NextArg() {
+		return nil, d.Errf("fleetlimit: redis: tls: settings go in its block, not %q", d.Val())
+	}
+	t := &RedisTLS{}
+	for nest := d.Nesting(); d.NextBlock(nest); {
+		var err error
+		switch d.Val() {
+		case "ca":
+			err = stringArg(d, &t.CA)
+		case "cert":
+			err = stringArg(d, &t.Cert)
+		case "key":
+			err = stringArg(d, &t.Key)
+		case "skip_hostname_verification":
+			if d.NextArg() {
+				err = d.Errf("fleetlimit: redis: tls: skip_hostname_verification takes no value, not %q", d.Val())
+			}
+			t.SkipHostnameVerification = true
+		default:
+			err = d.Errf("fleetlimit: redis: tls: unknown setting %q", d.Val())
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
 // stringArg reads a setting's one argument.

@@ -24,6 +24,21 @@ type Redis struct {
 	// Prefix starts every Redis key of this handler; default
 	// "fleetlimit:caddy:". Each zone's keys follow it with the zone's name.
 	Prefix string `json:"prefix,omitempty"`
+	// TLS, when set, reaches Redis over TLS; nil: plaintext.
+	TLS *RedisTLS `json:"tls,omitempty"`
+}
+
+// RedisTLS says how to check the Redis server and how to be known to it.
+type RedisTLS struct {
+	// CA is a PEM file of the CAs that sign the server's certificate;
+	// default the system's.
+	CA string `json:"ca,omitempty"`
+	// Cert and Key are a client certificate and its key (PEM files),
+	// both or neither.
+	Cert string `json:"cert,omitempty"`
+	Key  string `json:"key,omitempty"`
+	// SkipHostnameVerification checks the server's chain but not its name.
+	SkipHostnameVerification bool `json:"skip_hostname_verification,omitempty"`
 }
 
 // validate names what is wrong with the Redis settings.
@@ -43,6 +58,9 @@ func (r *Redis) validate() error {
 	if r.DB < 0 {
 		return fmt.Errorf("fleetlimit: redis: db %d: want 0 or more", r.DB)
 	}
+	if t := r.TLS; t != nil && (t.Cert == "") != (t.Key == "") {
+		return errors.New("fleetlimit: redis: tls: cert and key go together")
+	}
 	return nil
 }
 
@@ -55,5 +73,12 @@ func (r *Redis) open(ctx context.Context, zone string) (*redisstore.Store, error
 	}
 	c := redisstore.Conn{Addrs: r.Addresses, Mode: r.Mode, Master: r.Master, Username: r.Username,
 		Password: r.Password, DB: r.DB}
+	if t := r.TLS; t != nil {
+		cfg, err := redisstore.ClientTLS(t.CA, t.Cert, t.Key, t.SkipHostnameVerification)
+		if err != nil {
+			return nil, fmt.Errorf("fleetlimit: redis: tls: %w", err)
+		}
+		c.TLS = cfg
+	}
 	return redisstore.Open(ctx, c, redisstore.Options{Prefix: prefix + zone + ":"})
 }
