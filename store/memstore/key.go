@@ -178,21 +178,25 @@ type centralAdmit struct {
 	n         int
 }
 
+// gateway makes room for gateway gw's state: each per-gateway slice grows
+// at once to at least twice its length (a key is made for every key a
+// replay or a limiter sees, and growing a dozen slices one gateway at a
+// time was a twelfth of a replay's time). A gateway never heard of holds
+// zeros, as one that has not called yet.
 func (k *Key) gateway(gw int) {
-	for gw >= len(k.own) {
-		k.lastCentral = append(k.lastCentral, centralAdmit{})
-		k.barred = append(k.barred, centralAdmit{})
-		k.own = append(k.own, 0)
-		k.out = append(k.out, 0)
-		k.applied = append(k.applied, 0)
-		k.epoch = append(k.epoch, 0)
-		k.reseeded = append(k.reseeded, reseed{})
-		k.demand = append(k.demand, 0)
-		k.rate = append(k.rate, 0)
-		k.want = append(k.want, 0)
-		k.worth = append(k.worth, nil)
-		k.rankMemo = append(k.rankMemo, rankMemo{})
+	if gw < len(k.own) {
+		return
 	}
+	n := max(gw+1, 2*len(k.own), 4)
+	k.lastCentral, k.barred = grown(k.lastCentral, n), grown(k.barred, n)
+	k.own, k.out, k.demand = grown(k.own, n), grown(k.out, n), grown(k.demand, n)
+	k.applied, k.epoch, k.reseeded = grown(k.applied, n), grown(k.epoch, n), grown(k.reseeded, n)
+	k.rate, k.want, k.worth, k.rankMemo = grown(k.rate, n), grown(k.want, n), grown(k.worth, n), grown(k.rankMemo, n)
+}
+
+// grown is s with zero values appended up to length n, in one allocation.
+func grown[T any](s []T, n int) []T {
+	return append(s, make([]T, n-len(s))...)
 }
 
 // SetMaxMinLeases makes the key's syncs grant lease slots as Doorman
