@@ -78,7 +78,7 @@ type lease struct {
 	lend     int      // permit: the part of it syncs may grant (the push's Spare)
 	long     arrivals // permit: arrivals over the last permitMemory windows, which rank its asks
 	closed   int      // permit: the sync intervals closed, up to a window's
-	wantMemo wantMemo
+	wantMemo wantMemo // want's last answer
 	// permit: the store's count as last told, aged by the stamps it said
 	// leave the window soon (told: since a pull or an answer); the
 	// requests refused alone on it since the last push, and those the
