@@ -16,6 +16,7 @@ import (
 
 	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
+	"github.com/fleetlimit/fleetlimit/internal/simtest"
 	"github.com/fleetlimit/fleetlimit/sim"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
@@ -467,30 +468,6 @@ func TestHeadroomFleetOnRedis(t *testing.T) {
 	})
 }
 
-// simSeeds runs p with seeds 1 to n and returns the mean figures and the
-// standard deviation over the seeds of round_trip_pct and rejected_pct.
-func simSeeds(t testing.TB, p sim.Params, n int) (mean sim.Figures, sd [2]float64) {
-	var sum, sq [2]float64
-	for s := 1; s <= n; s++ {
-		p.Seed = uint64(s)
-		r, err := sim.Run(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mean.Add(r.Figures)
-		for i, v := range []float64{r.RoundTripPct, r.RejectedPct} {
-			sum[i] += v
-			sq[i] += v * v
-		}
-	}
-	mean.Div(float64(n))
-	for i := range sd {
-		m := sum[i] / float64(n)
-		sd[i] = math.Sqrt(max(sq[i]/float64(n)-m*m, 0) * float64(n) / float64(n-1))
-	}
-	return mean, sd
-}
-
 // liveRun is what a live fleet made of an honest client's requests.
 type liveRun struct {
 	requests                        int
@@ -534,7 +511,7 @@ func liveHonest(ls []*Limiter, key string, rate float64, length, w time.Duration
 // (or 10%, where they hardly vary).
 func (r liveRun) against(t *testing.T, p sim.Params, n int) {
 	t.Helper()
-	f, sd := simSeeds(t, p, n)
+	f, sd := simtest.Seeds(t, p, n)
 	t.Logf("live: %d requests, admitted_x %.3f, %.2f%% rejected, %.2f%% round trips; simulator over %d seeds: admitted_x %.3f, "+
 		"rejected %.2f%% (sd %.2f), round trips %.2f%% (sd %.2f)",
 		r.requests, r.admittedX, r.rejectedPct, r.tripPct, n, f.AdmittedX, f.RejectedPct, sd[1], f.RoundTripPct, sd[0])
@@ -562,7 +539,7 @@ func floodAgainst(t *testing.T, ls []*Limiter, key string, rate float64, p sim.P
 	adm := r.stamps()
 	wExact := worst(slices.Clone(adm), p.Window-ls[0].Config().Timeout-time.Millisecond)
 	x := float64(len(adm)) / (float64(p.Duration) / float64(p.Window)) / float64(p.Limit)
-	f, _ := simSeeds(t, p, 10)
+	f, _ := simtest.Seeds(t, p, 10)
 	b := bound()
 	if r.fallbackAdmits > 0 {
 		b += len(ls) - 1 + r.mostUnheard(adm, p.Sync+r.longestSync)

@@ -18,6 +18,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
+	"github.com/fleetlimit/fleetlimit/internal/simtest"
 	"github.com/fleetlimit/fleetlimit/sim"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -95,26 +96,9 @@ func TestServeHeadroomAgainstTheSimulator(t *testing.T) {
 	}
 	// simulate returns the simulator's mean figures over seeds, and the
 	// standard deviation over the seeds of round_trip_pct and rejected_pct.
-	simulate := func(tr sim.Traffic, d time.Duration, seeds int) (mean sim.Figures, sd [2]float64) {
-		var sum, sq [2]float64
-		for s := 1; s <= seeds; s++ {
-			r, err := sim.Run(sim.Params{Design: "headroom", Gateways: k, Sync: delta, Limit: limit, Window: win,
-				WindowKind: window.Fixed, Traffic: tr, Duration: d, Seed: uint64(s)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			mean.Add(r.Figures)
-			for i, v := range []float64{r.RoundTripPct, r.RejectedPct} {
-				sum[i] += v
-				sq[i] += v * v
-			}
-		}
-		mean.Div(float64(seeds))
-		for i := range sd {
-			m := sum[i] / float64(seeds)
-			sd[i] = math.Sqrt(max(sq[i]/float64(seeds)-m*m, 0) * float64(seeds) / float64(seeds-1))
-		}
-		return mean, sd
+	simulate := func(tr sim.Traffic, d time.Duration, seeds int) (sim.Figures, [2]float64) {
+		return simtest.Seeds(t, sim.Params{Design: "headroom", Gateways: k, Sync: delta, Limit: limit, Window: win,
+			WindowKind: window.Fixed, Traffic: tr, Duration: d}, seeds)
 	}
 
 	t.Run("flood", func(t *testing.T) {

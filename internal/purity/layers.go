@@ -41,6 +41,7 @@ var Layers = map[string][]string{
 	"loadgen":                   nil,
 	"internal/purity":           nil,
 	"internal/redistest":        nil,
+	"internal/simtest":          {"sim"},
 	"internal/slowproxy":        nil,
 	"scripts/sidebyside":        {"loadgen"},
 	"scripts/headroom-frontier": {"design", "sim"},
