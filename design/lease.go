@@ -57,14 +57,34 @@ const permitMemory = 5
 // window holds at most L and the window and the slots outstanding at most
 // L + floor(t × L). docs/design.md states its bounds.
 func NewPermit(c Config, t float64) Gateway {
+	spare := int(math.Floor(t * float64(c.Limit)))
+	return NewPermitReserve(c, t, PermitReserve(spare))
+}
+
+// NewPermitReserve is NewPermit keeping reserve of the spare's
+// floor(t × L) slots from the syncs' grants (clamped to [0, spare]): the
+// room the central checks of gateways without a slot have while every
+// slot is out. A smaller reserve places more slots and so saves round
+// trips, and refuses more honest requests the window had room for
+// (scripts/permit-frontier measures the trade).
+func NewPermitReserve(c Config, t float64, reserve int) Gateway {
 	l := newLease(c, true).(*lease)
 	long := c
 	long.Window.Size *= permitMemory
 	l.long = newArrivals(long, HeadroomBuckets)
 	l.spare = int(math.Floor(t * float64(c.Limit)))
-	l.lend = l.lendable()
+	l.lend = l.spare - min(max(reserve, 0), l.spare)
 	l.permit = true
 	return l
+}
+
+// PermitReserve is the reserve NewPermit keeps of a spare: permitReserve
+// of it, and at least one slot (none of no spare).
+func PermitReserve(spare int) int {
+	if spare == 0 {
+		return 0
+	}
+	return max(int(math.Ceil(permitReserve*float64(spare))), 1)
 }
 
 // lease admits only within the slots the store granted it. At each sync it
@@ -159,15 +179,6 @@ func (l *lease) wantOf() int {
 		r = float64(l.arr.sum) / float64(max(l.closed, 1)) // a young key: the intervals seen so far
 	}
 	return max(int(math.Ceil(r+3*math.Sqrt(r))), 1) + 1
-}
-
-// lendable is the part of the spare that syncs may grant: permitReserve of
-// it, and at least one slot, is kept for the central checks.
-func (l *lease) lendable() int {
-	if l.spare == 0 {
-		return 0
-	}
-	return l.spare - max(int(math.Ceil(permitReserve*float64(l.spare))), 1)
 }
 
 func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -86,6 +87,33 @@ func TestPermitStopsAskingWhenIdle(t *testing.T) {
 			t.Fatalf("sync %d, %d s after its arrival: holds %d, want at least 1", i, i, g.Held())
 		case !want && g.Held() != 0:
 			t.Fatalf("sync %d, %d s after its arrival (past 5 windows): holds %d, want 0", i, i, g.Held())
+		}
+	}
+}
+
+// TestPermitReserve: the spare a sync lends is floor(t L) less the reserve,
+// which is clamped to the spare; NewPermit keeps a fifth, at least one.
+func TestPermitReserve(t *testing.T) {
+	c := design.Config{Limit: 100, Window: window.Spec{Size: time.Minute}, Gateways: 4, Sync: time.Second}
+	lends := func(g design.Gateway) int32 {
+		var p store.Push
+		g.SyncPush(0, &p)
+		return int32(p.Spare)
+	}
+	for _, tc := range []struct {
+		reserve int
+		want    int32
+	}{{-1, 10}, {0, 10}, {1, 9}, {2, 8}, {10, 0}, {11, 0}} {
+		if got := lends(design.NewPermitReserve(c, 0.1, tc.reserve)); got != tc.want {
+			t.Errorf("reserve %d: a sync lends %d, want %d", tc.reserve, got, tc.want)
+		}
+	}
+	if got := lends(design.NewPermit(c, 0.1)); got != 8 {
+		t.Errorf("NewPermit lends %d of a spare of 10, want 8", got)
+	}
+	for spare, want := range map[int]int{0: 0, 1: 1, 5: 1, 10: 2, 11: 3} {
+		if got := design.PermitReserve(spare); got != want {
+			t.Errorf("PermitReserve(%d) = %d, want %d", spare, got, want)
 		}
 	}
 }

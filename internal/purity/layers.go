@@ -45,6 +45,7 @@ var Layers = map[string][]string{
 	"internal/slowproxy":        nil,
 	"scripts/sidebyside":        {"loadgen"},
 	"scripts/headroom-frontier": {"design", "sim"},
+	"scripts/permit-frontier":   {"design", "sim"},
 }
 
 // CheckLayers returns every import in the module's non-test files that
