@@ -127,3 +127,26 @@ func ExampleNewPermit() {
 	// t=1200ms: reject alone, holding 0
 	// the store holds 21
 }
+
+// A permit that keeps none of its spare for the central checks lends it
+// all at a calm key's sync: a gateway that just filled the window is
+// granted two slots beyond L where NewPermit's grants one.
+func ExampleNewPermitReserve() {
+	spec := window.Spec{Size: 10 * time.Second}
+	c := design.Config{Limit: 20, Window: spec, Gateways: 2, Gateway: 0, Sync: time.Second}
+	ms := int64(time.Millisecond)
+	for _, reserve := range []int{design.PermitReserve(2), 0} {
+		g := design.NewPermitReserve(c, design.PermitTolerance, reserve)
+		key := memstore.NewKey(c.Limit, spec)
+		_, q := g.Decide(0, 1) // no slot yet: the central check
+		g.Resume(0, 1, q, key.Answer(0, 0, q))
+		for i := range 19 { // the other gateway fills the window
+			key.Answer(int64(100+i)*ms, 1, store.Query{Kind: store.QueryCentral, N: 1, Spare: 2})
+		}
+		design.Sync(g, 1000*ms, key.SyncTo) // it asks 5
+		fmt.Printf("reserve %d: holding %d\n", reserve, g.Held())
+	}
+	// Output:
+	// reserve 1: holding 1
+	// reserve 0: holding 2
+}

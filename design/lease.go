@@ -57,9 +57,12 @@ const permitMemory = 5
 // window holds at most L and the window and the slots outstanding at most
 // L + floor(t × L). docs/design.md states its bounds.
 func NewPermit(c Config, t float64) Gateway {
-	spare := int(math.Floor(t * float64(c.Limit)))
-	return NewPermitReserve(c, t, PermitReserve(spare))
+	return NewPermitReserve(c, t, PermitReserve(permitSpare(c, t)))
 }
+
+// permitSpare is the room beyond L that permit's slots may take at
+// tolerance t: floor(t × L).
+func permitSpare(c Config, t float64) int { return int(math.Floor(t * float64(c.Limit))) }
 
 // NewPermitReserve is NewPermit keeping reserve of the spare's
 // floor(t × L) slots from the syncs' grants (clamped to [0, spare]): the
@@ -72,7 +75,7 @@ func NewPermitReserve(c Config, t float64, reserve int) Gateway {
 	long := c
 	long.Window.Size *= permitMemory
 	l.long = newArrivals(long, HeadroomBuckets)
-	l.spare = int(math.Floor(t * float64(c.Limit)))
+	l.spare = permitSpare(c, t)
 	l.lend = l.spare - min(max(reserve, 0), l.spare)
 	l.permit = true
 	return l
@@ -81,7 +84,7 @@ func NewPermitReserve(c Config, t float64, reserve int) Gateway {
 // PermitReserve is the reserve NewPermit keeps of a spare: permitReserve
 // of it, and at least one slot (none of no spare).
 func PermitReserve(spare int) int {
-	if spare == 0 {
+	if spare <= 0 {
 		return 0
 	}
 	return max(int(math.Ceil(permitReserve*float64(spare))), 1)
