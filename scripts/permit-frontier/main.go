@@ -52,7 +52,8 @@ func main() {
 	if *seeds < 1 || *length <= time.Minute {
 		log.Fatalf("want -seeds ≥ 1 and -duration longer than the minute's window; got %d and %v", *seeds, *length)
 	}
-	reserves := []int{design.PermitReserve(10), 0, 1, 3, 4} // the registered permit's first
+	spare := int(math.Floor(design.PermitTolerance * float64(sim.Defaults().Limit)))
+	reserves := []int{design.PermitReserve(spare), 0, 1, 3, 4} // the registered permit's first
 	names := []string{"central-log"}
 	for _, r := range reserves {
 		name := fmt.Sprintf("permit@reserve%d", r)
@@ -72,7 +73,7 @@ func main() {
 		}
 		head = append(head, label)
 	}
-	fmt.Println("round_trip_pct / rejected_pct past central-log's (points), L = 100/min, spare 10")
+	fmt.Printf("round_trip_pct / rejected_pct past central-log's (points), L = %d/min, spare %d\n", sim.Defaults().Limit, spare)
 	fmt.Println()
 	fmt.Printf("| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
 	for i, s := range scenarios {
