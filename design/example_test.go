@@ -129,8 +129,8 @@ func ExampleNewPermit() {
 }
 
 // A permit that keeps none of its spare for the central checks lends it
-// all at a calm key's sync: a gateway that just filled the window is
-// granted two slots beyond L where NewPermit's grants one.
+// all at a calm key's sync: with the window full, a gateway that asks
+// for five slots is granted two beyond L where NewPermit's gets one.
 func ExampleNewPermitReserve() {
 	spec := window.Spec{Size: 10 * time.Second}
 	c := design.Config{Limit: 20, Window: spec, Gateways: 2, Gateway: 0, Sync: time.Second}
