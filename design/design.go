@@ -98,6 +98,11 @@ type Gateway interface {
 	View(now int64, fallback bool) (remaining int, reset int64)
 }
 
+// Default is the design every entry point runs unless told otherwise: the
+// one the study recommends for a fleet of unknown size (permit: its worst
+// window is L + ⌊0.1 L⌋ whatever K, docs/study.md).
+const Default = "permit"
+
 // MaxGateways bounds K: several designs keep a counter per gateway.
 const MaxGateways = 4096
 
@@ -161,6 +166,9 @@ type Info struct {
 	Name string
 	// Summary is its rule in one line.
 	Summary string
+	// Caveat, for a design the study shows to be dominated, is what it
+	// measured against it, for a driver to warn of; "" for the others.
+	Caveat string
 	// Leases is true for designs that hold granted slots (see Gateway.Held).
 	Leases bool
 	// Spare is true for designs that lend slots beyond L

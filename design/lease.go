@@ -181,8 +181,14 @@ func (l *lease) wantOf() int {
 	if n := len(l.arr.intervals) * l.arr.span; l.closed < n {
 		r = float64(l.arr.sum) / float64(max(l.closed, 1)) // a young key: the intervals seen so far
 	}
-	return max(int(math.Ceil(r+3*math.Sqrt(r))), 1) + 1
+	// No gateway can use more slots than L + spare, and a store ranks
+	// every slot asked for (store.SlotWorths): a huge limit must not make
+	// a sync's work or memory huge (past the cap, central checks decide).
+	return min(max(int(math.Ceil(r+3*math.Sqrt(r))), 1)+1, l.cfg.Limit+l.spare, maxPermitAsk)
 }
+
+// maxPermitAsk bounds the slots a permit gateway asks for at once.
+const maxPermitAsk = 1 << 14
 
 func (l *lease) Decide(now int64, n int) (Verdict, store.Query) {
 	l.cur += n
@@ -314,6 +320,11 @@ func (l *lease) Unadmit(now int64, n int, q store.Query) {
 	case q.Kind == store.QueryCentral:
 		l.centralSince -= n
 		l.local.abandon(now, q)
+		if l.told {
+			// The answer's count held this admit, which the next
+			// contact withdraws: permit must not refuse alone on it.
+			l.view.withdrawn(n)
+		}
 	default:
 		l.local.unadd(n)
 	}

@@ -118,6 +118,13 @@ func (v *storeView) rebase(now, lo int64, count int) {
 	v.reckon()
 }
 
+// withdrawn takes n back from the view's count: an admit the store
+// counted in its last answer that the gateway is withdrawing.
+func (v *storeView) withdrawn(n int) {
+	v.count = max(v.count-n, v.expGone)
+	v.reckon()
+}
+
 // remembered is known for the fallback: once the whole window has passed
 // since the store last told (its time is before lo), everything it counted
 // has left.

@@ -38,7 +38,7 @@ import (
 // Config configures a Limiter. The zero value of each field means its
 // default.
 type Config struct {
-	Design     string        // coordination design; default "shared-counter"
+	Design     string        // coordination design; default design.Default (permit)
 	Limit      int           // L, requests per window per key; default 100
 	Window     time.Duration // W; default 1 minute
 	WindowKind window.Kind   // sliding (default) or fixed
@@ -242,7 +242,7 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.Design == "" {
-		c.Design = "shared-counter"
+		c.Design = design.Default
 	}
 	if c.Fleet == "" {
 		c.Fleet = "default"
@@ -318,6 +318,9 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	if l.cfg.Logger == nil {
 		l.cfg.Logger = slog.Default()
+	}
+	if info.Caveat != "" {
+		l.cfg.Logger.Warn("fleetlimit: design " + cfg.Design + " " + info.Caveat)
 	}
 	if info.FineBuckets && l.spec.Counters() && l.spec.Width() > int64(cfg.Sync)/2 {
 		l.cfg.Logger.Warn("fleetlimit: this design sizes its local admits from the room its view shows; with buckets wider than half the sync interval floods get through (up to 1.35 L in the study): use more buckets",

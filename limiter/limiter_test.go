@@ -78,7 +78,7 @@ func TestEveryDesignHoldsTheLimitAlone(t *testing.T) {
 
 func TestSharedCounterHeaders(t *testing.T) {
 	ck := newClock()
-	l := mustNew(t, Config{Limit: 3, Window: 10 * time.Second, Now: ck.now})
+	l := mustNew(t, Config{Design: "shared-counter", Limit: 3, Window: 10 * time.Second, Now: ck.now})
 	ctx := context.Background()
 	d := l.Allow(ctx, "k")
 	if !d.Allowed || d.Remaining != 2 || d.Reset != 10*time.Second {

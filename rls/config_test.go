@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/fleetlimit/fleetlimit/design"
 )
 
 func parse(t *testing.T, src string) *Config {
@@ -129,7 +131,7 @@ fleetlimit:
 		t.Fatalf("settings %+v", s)
 	}
 	d := parse(t, "domain: x\n")
-	if d.Settings.Design != "shared-counter" || d.Settings.WindowKind.String() != "fixed" || d.Settings.Timeout.Milliseconds() != 50 {
+	if d.Settings.Design != design.Default || d.Settings.WindowKind.String() != "fixed" || d.Settings.Timeout.Milliseconds() != 50 {
 		t.Fatalf("defaults %+v", d.Settings)
 	}
 }

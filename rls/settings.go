@@ -20,7 +20,7 @@ import (
 // "fleetlimit" section (envoyproxy/ratelimit files work without it), which
 // flags and environment variables override (see cmd/fleetlimit serve).
 type Settings struct {
-	Design     string      `yaml:"design"`      // default shared-counter
+	Design     string      `yaml:"design"`      // default design.Default (permit)
 	WindowKind window.Kind `yaml:"window_kind"` // fixed (default), as envoyproxy/ratelimit, or sliding
 	// WindowBuckets, when > 0, counts every limit's window in that many
 	// counters instead of the exact log (limiter.Config.WindowBuckets): a
@@ -134,7 +134,7 @@ func (p parser) settings(v *yaml.Node, s *Settings) error {
 
 // DefaultSettings are the settings of a configuration that sets none.
 func DefaultSettings() Settings {
-	return Settings{Design: "shared-counter", WindowKind: window.Fixed, Sync: time.Second, Gateways: 1,
+	return Settings{Design: design.Default, WindowKind: window.Fixed, Sync: time.Second, Gateways: 1,
 		Timeout: 50 * time.Millisecond, NearRatio: 0.8, Headers: HeadersDraft}
 }
 

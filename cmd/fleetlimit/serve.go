@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/limiter"
 	"github.com/fleetlimit/fleetlimit/rls"
 	"github.com/fleetlimit/fleetlimit/store"
@@ -230,7 +231,7 @@ func serveFlagSet(c *cobra.Command, sf *serveFlags) {
 	f.IntVar(&sf.maxKeys, "max-keys", 100_000, "most keys this process holds; past it the least recently used of a sample of 16 is evicted (its unsynced admits still reach the store)")
 	f.StringVar(&sf.fleet, "fleet", "default", "the fleet's name, for the gateway index claims on Redis: fleets that share one Redis need names of their own")
 	st := &sf.set
-	f.StringVar(&st.design, "design", "shared-counter", "coordination design (central-counter counts as envoyproxy/ratelimit does, in its Redis keys)")
+	f.StringVar(&st.design, "design", design.Default, "coordination design (central-counter counts as envoyproxy/ratelimit does, in its Redis keys)")
 	f.StringVar(&st.windowKind, "window-kind", "fixed", "fixed or sliding")
 	f.DurationVar(&st.sync, "sync", time.Second, "sync interval Δ")
 	f.DurationVar(&st.timeout, "timeout", 50*time.Millisecond, "store timeout of a request that waits on it")

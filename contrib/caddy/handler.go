@@ -72,7 +72,7 @@ type Zone struct {
 	Limit int `json:"limit"`
 	// Window is W.
 	Window caddy.Duration `json:"window"`
-	// Design is the coordination design; default "headroom".
+	// Design is the coordination design; default design.Default (permit).
 	Design string `json:"design,omitempty"`
 	// Sync is Δ, the sync interval; default 1s.
 	Sync caddy.Duration `json:"sync,omitempty"`
@@ -294,7 +294,7 @@ func (h *Handler) newLimiter(ctx caddy.Context, name string, z *Zone) (*pooled, 
 		Gateways: h.Gateways, Gateway: h.Gateway, Membership: h.Membership, Timeout: time.Duration(h.Timeout),
 		Logger: ctx.Slogger().With("zone", name)}
 	if cfg.Design == "" {
-		cfg.Design = "headroom"
+		cfg.Design = design.Default
 	}
 	p := &pooled{}
 	if h.Redis != nil {

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/grpcmw"
 	"github.com/fleetlimit/fleetlimit/limiter"
 	"github.com/fleetlimit/fleetlimit/store"
@@ -32,7 +33,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8091", "listen address (or, with -call, the server's)")
-	designName := flag.String("design", "shared-counter", "coordination design")
+	designName := flag.String("design", design.Default, "coordination design")
 	limit := flag.Int("limit", 3, "calls per window per x-api-key")
 	window := flag.Duration("window", time.Minute, "window")
 	sync := flag.Duration("sync", time.Second, "sync interval")

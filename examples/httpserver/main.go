@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/httpmw"
 	"github.com/fleetlimit/fleetlimit/limiter"
 	"github.com/fleetlimit/fleetlimit/store"
@@ -24,7 +25,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8090", "listen address")
-	designName := flag.String("design", "shared-counter", "coordination design")
+	designName := flag.String("design", design.Default, "coordination design")
 	limit := flag.Int("limit", 100, "requests per window per API key")
 	window := flag.Duration("window", time.Minute, "window")
 	sync := flag.Duration("sync", time.Second, "sync interval")
