@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 )
 
 //go:embed static
@@ -41,7 +41,7 @@ func Handler() http.Handler {
 	sub, _ := fs.Sub(static, "static")
 	mux.Handle("GET /", http.FileServerFS(sub))
 	mux.HandleFunc("GET /api/designs", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"designs": design.Sliding()})
+		writeJSON(w, http.StatusOK, map[string]any{"designs": catalog.Sliding()})
 	})
 	mux.HandleFunc("GET /api/run", func(w http.ResponseWriter, r *http.Request) {
 		resp, err := Run(r.URL.Query())
@@ -121,8 +121,8 @@ func params(q map[string][]string) (sim.Params, []string, error) {
 		return p, nil, fmt.Errorf("designs: at most %d at once", MaxDesigns)
 	}
 	for _, d := range designs {
-		if !slices.Contains(design.Sliding(), d) {
-			return p, nil, fmt.Errorf("design %q: want one of %s", d, strings.Join(design.Sliding(), ", "))
+		if !slices.Contains(catalog.Sliding(), d) {
+			return p, nil, fmt.Errorf("design %q: want one of %s", d, strings.Join(catalog.Sliding(), ", "))
 		}
 	}
 	ints := []struct {

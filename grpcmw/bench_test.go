@@ -28,7 +28,10 @@ func BenchmarkMiddleware(b *testing.B) {
 	}
 	defer l.Close()
 	b.Run("grpcmw-unary", func(b *testing.B) {
-		in := grpcmw.UnaryServerInterceptor(l, grpcmw.Options{Key: grpcmw.Metadata("x-api-key")})
+		in, err := grpcmw.UnaryServerInterceptor(l, grpcmw.Options{Key: grpcmw.Metadata("x-api-key")})
+		if err != nil {
+			b.Fatal(err)
+		}
 		ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-api-key", "alice"))
 		ctx = peer.NewContext(ctx, &peer.Peer{})
 		info := &grpc.UnaryServerInfo{FullMethod: "/grpc.testing.TestService/EmptyCall"}
@@ -44,7 +47,11 @@ func BenchmarkMiddleware(b *testing.B) {
 		}
 	})
 	b.Run("httpmw", func(b *testing.B) {
-		h := httpmw.New(l, httpmw.Options{Key: httpmw.Header("X-API-Key")})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		limit, err := httpmw.New(l, httpmw.Options{Key: httpmw.Header("X-API-Key")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := limit(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		r := httptest.NewRequest("GET", "/", nil)
 		r.Header.Set("X-API-Key", "alice")
 		w := &discardWriter{h: http.Header{}}

@@ -22,8 +22,11 @@ func Example() {
 	l, _ := limiter.New(limiter.Config{Limit: 2, Window: time.Minute})
 	defer l.Close()
 	opt := grpcmw.Options{Key: grpcmw.Metadata("x-api-key")}
-	s := grpc.NewServer(grpc.UnaryInterceptor(grpcmw.UnaryServerInterceptor(l, opt)),
-		grpc.StreamInterceptor(grpcmw.StreamServerInterceptor(l, opt)))
+	limits, err := grpcmw.ServerOptions(l, opt)
+	if err != nil {
+		panic(err) // a bad option is refused here, never at a call
+	}
+	s := grpc.NewServer(limits...)
 	testpb.RegisterTestServiceServer(s, service{})
 	lis, _ := net.Listen("tcp", "127.0.0.1:0")
 	go s.Serve(lis)

@@ -12,7 +12,6 @@ package grpcmw
 import (
 	"context"
 	"fmt"
-	"math"
 	"net"
 	"strings"
 	"time"
@@ -25,8 +24,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/fleetlimit/fleetlimit/httpmw"
 	"github.com/fleetlimit/fleetlimit/limiter"
+	"github.com/fleetlimit/fleetlimit/policy"
 )
 
 // KeyFunc names the rate-limited key of a call from its context (which
@@ -100,66 +99,91 @@ type Options struct {
 	// Limits, when set, decide every call under several limits at once
 	// (limiter.AllowLimits) instead of the Limiter's default: a call goes
 	// on only if every one admits it. ratelimit-policy then lists them all,
-	// and ratelimit names the one that binds. Their names must differ, or
-	// every call fails with INTERNAL.
-	Limits []httpmw.Policy
+	// and ratelimit names the one that binds. Their names must differ.
+	Limits []policy.Policy
 	// NoHeaders sends no rate limit metadata (RetryInfo is still sent on
 	// a rejection).
 	NoHeaders bool
 }
 
-// UnaryServerInterceptor limits unary calls with l.
-func UnaryServerInterceptor(l *limiter.Limiter, opt Options) grpc.UnaryServerInterceptor {
-	opt = opt.withDefaults()
+// interceptor is a checked Options with what every call needs made once.
+type interceptor struct {
+	Options
+	l   *limiter.Limiter
+	set *policy.Set // nil under the Limiter's default limit
+}
+
+// newInterceptor checks opt and fills its defaults.
+func newInterceptor(l *limiter.Limiter, opt Options) (*interceptor, error) {
+	if l == nil {
+		return nil, fmt.Errorf("grpcmw: no Limiter")
+	}
+	ic := &interceptor{Options: opt, l: l}
+	if len(opt.Limits) > 0 {
+		set, err := policy.NewSet(opt.Limits)
+		if err != nil {
+			return nil, fmt.Errorf("grpcmw: %w", err)
+		}
+		ic.set = set
+	}
+	if ic.Key == nil {
+		ic.Key = Peer()
+	}
+	if ic.Policy == "" {
+		ic.Policy = "default"
+	}
+	return ic, nil
+}
+
+// UnaryServerInterceptor limits unary calls with l, or says what is wrong
+// with opt (limits of one name, an invalid limit).
+func UnaryServerInterceptor(l *limiter.Limiter, opt Options) (grpc.UnaryServerInterceptor, error) {
+	ic, err := newInterceptor(l, opt)
+	if err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if err := opt.decide(ctx, l, info.FullMethod, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) }); err != nil {
+		if err := ic.decide(ctx, info.FullMethod, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) }); err != nil {
 			return nil, err
 		}
 		return handler(ctx, req)
-	}
+	}, nil
 }
 
 // StreamServerInterceptor limits streams with l: one decision when a
-// stream opens, whatever it then carries.
-func StreamServerInterceptor(l *limiter.Limiter, opt Options) grpc.StreamServerInterceptor {
-	opt = opt.withDefaults()
+// stream opens, whatever it then carries. It says what is wrong with opt
+// as UnaryServerInterceptor does.
+func StreamServerInterceptor(l *limiter.Limiter, opt Options) (grpc.StreamServerInterceptor, error) {
+	ic, err := newInterceptor(l, opt)
+	if err != nil {
+		return nil, err
+	}
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if err := opt.decide(ss.Context(), l, info.FullMethod, ss.SetHeader); err != nil {
+		if err := ic.decide(ss.Context(), info.FullMethod, ss.SetHeader); err != nil {
 			return err
 		}
 		return handler(srv, ss)
-	}
-}
-
-// withDefaults fills what opt leaves out.
-func (opt Options) withDefaults() Options {
-	if opt.Key == nil {
-		opt.Key = Peer()
-	}
-	if opt.Policy == "" {
-		opt.Policy = "default"
-	}
-	return opt
+	}, nil
 }
 
 // decide decides one call and sets its metadata with setHeader: nil when
 // it may go on, else the status error to answer.
-func (opt Options) decide(ctx context.Context, l *limiter.Limiter, method string, setHeader func(metadata.MD) error) error {
-	if opt.Skip != nil && opt.Skip(method) {
+func (ic *interceptor) decide(ctx context.Context, method string, setHeader func(metadata.MD) error) error {
+	if ic.Skip != nil && ic.Skip(method) {
 		return nil
 	}
 	n := 1
-	if opt.Cost != nil {
-		n = opt.Cost(ctx, method)
+	if ic.Cost != nil {
+		n = ic.Cost(ctx, method)
 	}
-	d, err := opt.allow(ctx, l, method, n)
-	if err != nil { // a Cost below 1, two limits of one name: the caller's bug, never a silent admit
-		return status.Error(codes.Internal, err.Error())
+	d, err := ic.allow(ctx, method, n)
+	if err != nil { // a Cost below 1: the caller's bug, never a silent admit
+		return status.Error(codes.Internal, "grpcmw: "+err.Error())
 	}
-	if !opt.NoHeaders {
+	if !ic.NoHeaders {
 		// the call's headers are not sent yet, so this fails only on a
 		// stream already closed, where nothing can be said anyway
-		_ = setHeader(opt.metadata(d))
+		_ = setHeader(ic.metadata(d))
 	}
 	if d.Allowed {
 		return nil
@@ -167,27 +191,22 @@ func (opt Options) decide(ctx context.Context, l *limiter.Limiter, method string
 	return Rejection(d)
 }
 
-// allow decides a call of cost n under the default limit or opt.Limits.
-func (opt Options) allow(ctx context.Context, l *limiter.Limiter, method string, n int) (limiter.Decision, error) {
-	if len(opt.Limits) == 0 {
-		return l.AllowN(ctx, opt.Key(ctx, method), n)
+// allow decides a call of cost n under the default limit or the Set's.
+func (ic *interceptor) allow(ctx context.Context, method string, n int) (limiter.Decision, error) {
+	if ic.set == nil {
+		return ic.l.AllowN(ctx, ic.Key(ctx, method), n)
 	}
-	if err := httpmw.CheckPolicies(opt.Limits); err != nil {
-		return limiter.Decision{}, fmt.Errorf("grpcmw: %w", err)
-	}
-	return l.AllowLimits(ctx, opt.Key(ctx, method), httpmw.Limits(opt.Limits), n)
+	return ic.l.AllowLimits(ctx, ic.Key(ctx, method), ic.set.Limits(), n)
 }
 
 // metadata is the draft's two fields of a decision, as response metadata.
-func (opt Options) metadata(d limiter.Decision) metadata.MD {
-	reset := int64(math.Ceil(d.Reset.Seconds()))
-	v, name := make([]string, 2), opt.Policy // one allocation for both fields' values
-	if len(opt.Limits) > 0 {
-		v[0], name = httpmw.Policies(opt.Limits), opt.Limits[d.Bound].Name
+func (ic *interceptor) metadata(d limiter.Decision) metadata.MD {
+	v := make([]string, 2) // one allocation for both fields' values
+	if ic.set != nil {
+		v[0], v[1] = ic.set.Fields(d)
 	} else {
-		v[0] = httpmw.PolicyField(name, uint64(d.Limit), int64(math.Ceil(d.Window.Seconds())))
+		v[0], v[1] = policy.Fields(ic.Policy, d)
 	}
-	v[1] = httpmw.LimitField(name, uint64(max(d.Remaining, 0)), reset)
 	return metadata.MD{"ratelimit-policy": v[:1:1], "ratelimit": v[1:]}
 }
 
@@ -210,4 +229,18 @@ func RetryDelay(err error) (time.Duration, bool) {
 		}
 	}
 	return 0, false
+}
+
+// ServerOptions are both interceptors as options for grpc.NewServer, or
+// what is wrong with opt.
+func ServerOptions(l *limiter.Limiter, opt Options) ([]grpc.ServerOption, error) {
+	u, err := UnaryServerInterceptor(l, opt)
+	if err != nil {
+		return nil, err
+	}
+	s, err := StreamServerInterceptor(l, opt)
+	if err != nil {
+		return nil, err
+	}
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(u), grpc.ChainStreamInterceptor(s)}, nil
 }

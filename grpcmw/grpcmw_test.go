@@ -19,9 +19,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/fleetlimit/fleetlimit/grpcmw"
-	"github.com/fleetlimit/fleetlimit/httpmw"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/limiter"
+	"github.com/fleetlimit/fleetlimit/policy"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
 )
 
@@ -48,8 +48,11 @@ func (service) StreamingOutputCall(req *testpb.StreamingOutputCallRequest, s tes
 // of l and opt, and returns a client of it.
 func serve(t testing.TB, l *limiter.Limiter, opt grpcmw.Options) testpb.TestServiceClient {
 	t.Helper()
-	return serveWith(t, grpc.UnaryInterceptor(grpcmw.UnaryServerInterceptor(l, opt)),
-		grpc.StreamInterceptor(grpcmw.StreamServerInterceptor(l, opt)))
+	limits, err := grpcmw.ServerOptions(l, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveWith(t, limits...)
 }
 
 // serveWith runs the test service on a loopback port with the server
@@ -258,14 +261,14 @@ func TestFleetOnRedis(t *testing.T) {
 // Several limits on one key: a call goes on only if both admit it, the
 // burst limit's refusal spends nothing of the daily one, ratelimit-policy
 // lists both and ratelimit names the one that binds; two limits of one
-// name fail every call with INTERNAL.
+// name, or an invalid one, are refused when the interceptors are made.
 func TestSeveralLimits(t *testing.T) {
-	lims := []httpmw.Policy{
+	lims := []policy.Policy{
 		{Name: "burst", Limit: limiter.Limit{Requests: 2, Window: time.Minute}},
 		{Name: "daily", Limit: limiter.Limit{Requests: 3, Window: 24 * time.Hour}},
 	}
 	c := serve(t, newLimiter(t, 100), grpcmw.Options{Key: grpcmw.Metadata("x-api-key"), Limits: lims})
-	const policy = `"burst";q=2;w=60, "daily";q=3;w=86400`
+	const policies = `"burst";q=2;w=60, "daily";q=3;w=86400`
 	for i, want := range []struct {
 		code codes.Code
 		bind string
@@ -273,13 +276,27 @@ func TestSeveralLimits(t *testing.T) {
 		var hd metadata.MD
 		_, err := c.EmptyCall(withKey("carol"), &testpb.Empty{}, grpc.Header(&hd))
 		if status.Code(err) != want.code || len(hd.Get("ratelimit")) != 1 || !strings.HasPrefix(hd.Get("ratelimit")[0], want.bind) ||
-			len(hd.Get("ratelimit-policy")) != 1 || hd.Get("ratelimit-policy")[0] != policy {
+			len(hd.Get("ratelimit-policy")) != 1 || hd.Get("ratelimit-policy")[0] != policies {
 			t.Fatalf("call %d: %v, %v; want %v naming %s", i+1, err, hd, want.code, want.bind)
 		}
 	}
-	lims[1].Name = "burst"
-	bad := serve(t, newLimiter(t, 100), grpcmw.Options{Limits: lims})
-	if _, err := bad.EmptyCall(context.Background(), &testpb.Empty{}); status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "two limits") {
-		t.Fatalf("two limits of one name: %v", err)
+	l := newLimiter(t, 100)
+	for _, tc := range []struct {
+		lims []policy.Policy
+		want string
+	}{
+		{[]policy.Policy{lims[0], {Name: "burst", Limit: lims[1].Limit}}, "two limits"},
+		{[]policy.Policy{lims[0], {Name: "daily", Limit: limiter.Limit{Requests: 0, Window: time.Hour}}}, "at least 1"},
+		{[]policy.Policy{{Name: "burst", Limit: limiter.Limit{Requests: 3}}}, "window"},
+	} {
+		if _, err := grpcmw.UnaryServerInterceptor(l, grpcmw.Options{Limits: tc.lims}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("unary interceptor of %+v: %v, want an error naming %q", tc.lims, err, tc.want)
+		}
+		if _, err := grpcmw.StreamServerInterceptor(l, grpcmw.Options{Limits: tc.lims}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("stream interceptor of %+v: %v, want an error naming %q", tc.lims, err, tc.want)
+		}
+	}
+	if _, err := grpcmw.ServerOptions(nil, grpcmw.Options{}); err == nil {
+		t.Error("interceptors of no Limiter: made")
 	}
 }

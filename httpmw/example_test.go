@@ -8,6 +8,7 @@ import (
 
 	"github.com/fleetlimit/fleetlimit/httpmw"
 	"github.com/fleetlimit/fleetlimit/limiter"
+	"github.com/fleetlimit/fleetlimit/policy"
 )
 
 // Limit each API key to 2 requests a minute; the third gets a 429 with the
@@ -16,7 +17,11 @@ func Example() {
 	l, _ := limiter.New(limiter.Config{Limit: 2, Window: time.Minute})
 	defer l.Close()
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
-	h := httpmw.New(l, httpmw.Options{Key: httpmw.Header("X-API-Key")})(api)
+	limit, err := httpmw.New(l, httpmw.Options{Key: httpmw.Header("X-API-Key")})
+	if err != nil {
+		panic(err) // a bad option is refused here, never at a request
+	}
+	h := limit(api)
 
 	for i := 0; i < 3; i++ {
 		r := httptest.NewRequest("GET", "/", nil)
@@ -39,7 +44,11 @@ func ExampleOptions_legacy() {
 	l, _ := limiter.New(limiter.Config{Limit: 2, Window: time.Minute})
 	defer l.Close()
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
-	h := httpmw.New(l, httpmw.Options{Headers: httpmw.Legacy, Legacy: httpmw.LegacyNames{Remaining: "X-RateLimit-Remaining"}})(api)
+	limit, err := httpmw.New(l, httpmw.Options{Headers: httpmw.LegacyHeaders, Legacy: httpmw.LegacyNames{Remaining: "X-RateLimit-Remaining"}})
+	if err != nil {
+		panic(err)
+	}
+	h := limit(api)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
 	hd := w.Header()
@@ -53,10 +62,14 @@ func ExampleOptions_limits() {
 	l, _ := limiter.New(limiter.Config{})
 	defer l.Close()
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
-	h := httpmw.New(l, httpmw.Options{Key: httpmw.Header("X-API-Key"), Limits: []httpmw.Policy{
+	limit, err := httpmw.New(l, httpmw.Options{Key: httpmw.Header("X-API-Key"), Limits: []policy.Policy{
 		{Name: "burst", Limit: limiter.Limit{Requests: 2, Window: time.Second}},
 		{Name: "daily", Limit: limiter.Limit{Requests: 250, Window: 24 * time.Hour}},
-	}})(api)
+	}})
+	if err != nil {
+		panic(err)
+	}
+	h := limit(api)
 
 	for i := 0; i < 3; i++ {
 		r := httptest.NewRequest("GET", "/", nil)

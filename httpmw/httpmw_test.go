@@ -3,7 +3,6 @@ package httpmw_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/fleetlimit/fleetlimit/httpmw"
 	"github.com/fleetlimit/fleetlimit/limiter"
+	"github.com/fleetlimit/fleetlimit/policy"
 )
 
 func newLimiter(t testing.TB, limit int) *limiter.Limiter {
@@ -27,7 +27,7 @@ func newLimiter(t testing.TB, limit int) *limiter.Limiter {
 var ok = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
 
 func TestRejectsOverTheLimit(t *testing.T) {
-	h := httpmw.New(newLimiter(t, 2), httpmw.Options{Key: httpmw.Header("X-API-Key")})(ok)
+	h := mw(t, newLimiter(t, 2), httpmw.Options{Key: httpmw.Header("X-API-Key")})(ok)
 	codes := []int{}
 	var last *httptest.ResponseRecorder
 	for i := 0; i < 3; i++ {
@@ -56,7 +56,7 @@ func TestRejectsOverTheLimit(t *testing.T) {
 }
 
 func TestClientIPAndCost(t *testing.T) {
-	h := httpmw.New(newLimiter(t, 5), httpmw.Options{Cost: func(*http.Request) int { return 3 }})(ok)
+	h := mw(t, newLimiter(t, 5), httpmw.Options{Cost: func(*http.Request) int { return 3 }})(ok)
 	for i, want := range []int{200, 429} {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = "192.0.2.7:5555"
@@ -74,7 +74,7 @@ func TestClientIPAndCost(t *testing.T) {
 }
 
 func TestCustomRejection(t *testing.T) {
-	h := httpmw.New(newLimiter(t, 1), httpmw.Options{Rejected: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := mw(t, newLimiter(t, 1), httpmw.Options{Rejected: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})})(ok)
 	var w *httptest.ResponseRecorder
@@ -87,36 +87,21 @@ func TestCustomRejection(t *testing.T) {
 	}
 }
 
-// A policy name is a structured-field string: quotes and backslashes
-// escaped, other characters outside printable ASCII dropped.
-func TestPolicyNameIsAStructuredFieldString(t *testing.T) {
-	long := strings.Repeat("burst-", 20) // past the field's buffer on the stack
-	for name, want := range map[string]string{"api": `"api"`, `a"b\c`: `"a\"b\\c"`, "é\n": `"default"`, "": `"default"`,
-		"\xffx\x7f": `"x"`, "naïve": `"nave"`, long: `"` + long + `"`} {
-		if got := httpmw.PolicyField(name, 1, 2); got != want+";q=1;w=2" {
-			t.Errorf("%q: %s, want %s;q=1;w=2", name, got, want)
-		}
-	}
-	if got, want := httpmw.LimitField("api", math.MaxUint64, math.MinInt64), `"api";r=18446744073709551615;t=-9223372036854775808`; got != want {
-		t.Errorf("LimitField at the ends of its numbers: %s, want %s", got, want)
-	}
-}
-
 func TestSeveralLimits(t *testing.T) {
 	var now atomic.Int64
 	now.Store(1_790_000_000_000_000_000)
 	// One gateway of shared-counter counts exactly: the headers, not a
 	// design, are under test.
-	l, err := limiter.New(limiter.Config{Design: "shared-counter", Sync: time.Hour, Now: now.Load})
+	l, err := limiter.New(limiter.Config{Design: "shared-counter", Sync: time.Hour, Now: func() time.Time { return time.Unix(0, now.Load()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	opt := httpmw.Options{Key: httpmw.Header("X-API-Key"), Limits: []httpmw.Policy{
+	opt := httpmw.Options{Key: httpmw.Header("X-API-Key"), Limits: []policy.Policy{
 		{Name: "burst", Limit: limiter.Limit{Requests: 2, Window: time.Second}},
 		{Name: "minute", Limit: limiter.Limit{Requests: 3, Window: time.Minute}},
 	}}
-	h := httpmw.New(l, opt)(ok)
+	h := mw(t, l, opt)(ok)
 	get := func() *httptest.ResponseRecorder {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.Header.Set("X-API-Key", "alice")
@@ -124,7 +109,7 @@ func TestSeveralLimits(t *testing.T) {
 		h.ServeHTTP(w, r)
 		return w
 	}
-	const policy = `"burst";q=2;w=1, "minute";q=3;w=60`
+	const policies = `"burst";q=2;w=1, "minute";q=3;w=60`
 	for i, want := range []struct {
 		code      int
 		rateLimit string
@@ -139,15 +124,41 @@ func TestSeveralLimits(t *testing.T) {
 			now.Add(int64(1100 * time.Millisecond))
 		}
 		w := get()
-		if w.Code != want.code || w.Header().Get("RateLimit") != want.rateLimit || w.Header().Get("RateLimit-Policy") != policy {
-			t.Fatalf("request %d: %d %q %q, want %d %q %q", i+1, w.Code, w.Header().Get("RateLimit"), w.Header().Get("RateLimit-Policy"), want.code, want.rateLimit, policy)
+		if w.Code != want.code || w.Header().Get("RateLimit") != want.rateLimit || w.Header().Get("RateLimit-Policy") != policies {
+			t.Fatalf("request %d: %d %q %q, want %d %q %q", i+1, w.Code, w.Header().Get("RateLimit"), w.Header().Get("RateLimit-Policy"), want.code, want.rateLimit, policies)
 		}
 	}
-	opt.Limits[1].Name = "burst"
-	if w := httptest.NewRecorder(); true {
-		httpmw.New(l, opt)(ok).ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
-		if w.Code != 500 || !strings.Contains(w.Body.String(), "two limits") {
-			t.Fatalf("two limits of one name: %d %q", w.Code, w.Body.String())
+}
+
+// mw is the middleware of l and opt, which must be accepted.
+func mw(t *testing.T, l *limiter.Limiter, opt httpmw.Options) func(http.Handler) http.Handler {
+	t.Helper()
+	m, err := httpmw.New(l, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// A bad option is refused when the middleware is made, never answered 500
+// at every request.
+func TestBadOptionsAreRefusedAtConstruction(t *testing.T) {
+	l := newLimiter(t, 5)
+	burst := limiter.Limit{Requests: 2, Window: time.Second}
+	for _, tc := range []struct {
+		l    *limiter.Limiter
+		opt  httpmw.Options
+		want string
+	}{
+		{l, httpmw.Options{Limits: []policy.Policy{{Name: "a", Limit: burst}, {Name: "a", Limit: burst}}}, "two limits"},
+		{l, httpmw.Options{Limits: []policy.Policy{{Name: "a", Limit: limiter.Limit{Requests: 0, Window: time.Second}}}}, "at least 1"},
+		{l, httpmw.Options{Limits: []policy.Policy{{Name: "a", Limit: limiter.Limit{Requests: 2}}}}, "window"},
+		{l, httpmw.Options{Headers: httpmw.HeaderStyle(7)}, "header style 7"},
+		{l, httpmw.Options{Headers: httpmw.LegacyHeaders, Legacy: httpmw.LegacyNames{Reset: "X Reset"}}, "not an HTTP token"},
+		{nil, httpmw.Options{}, "no Limiter"},
+	} {
+		if m, err := httpmw.New(tc.l, tc.opt); m != nil || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want refused naming %q", tc.opt, err, tc.want)
 		}
 	}
 }

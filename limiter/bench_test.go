@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
@@ -25,7 +23,7 @@ import (
 // never reached, so that every request is admitted and becomes a stamp the
 // store keeps (the background sync's cost shares the 2 cores).
 func BenchmarkAllow(b *testing.B) {
-	for _, name := range slices.Concat(design.StudyDesigns, design.OwnDesigns) {
+	for _, name := range slidingDesigns() {
 		b.Run(name+"/over", func(b *testing.B) {
 			l, err := New(Config{Design: name, Limit: 100, Window: time.Minute, Sync: 100 * time.Millisecond, Logger: quietLog})
 			if err != nil {
@@ -34,14 +32,14 @@ func BenchmarkAllow(b *testing.B) {
 			defer l.Close()
 			ctx := context.Background()
 			for i := 0; i < 200; i++ {
-				l.Allow(ctx, "warm")
+				mustAllow(l.Allow(ctx, "warm"))
 			}
 			l.SyncNow(ctx)
 			b.ReportAllocs()
 			b.ResetTimer()
 			trips := l.Stats().RoundTrips
 			for b.Loop() {
-				l.Allow(ctx, "warm")
+				mustAllow(l.Allow(ctx, "warm"))
 			}
 			b.ReportMetric(float64(l.Stats().RoundTrips-trips)/float64(b.N), "round-trips/op")
 		})
@@ -52,13 +50,13 @@ func BenchmarkAllow(b *testing.B) {
 			}
 			defer l.Close()
 			ctx := context.Background()
-			l.Allow(ctx, "warm")
+			mustAllow(l.Allow(ctx, "warm"))
 			l.SyncNow(ctx)
 			b.ReportAllocs()
 			b.ResetTimer()
 			trips := l.Stats().RoundTrips
 			for b.Loop() {
-				l.Allow(ctx, "warm")
+				mustAllow(l.Allow(ctx, "warm"))
 			}
 			b.ReportMetric(float64(l.Stats().RoundTrips-trips)/float64(b.N), "round-trips/op")
 		})
@@ -68,7 +66,7 @@ func BenchmarkAllow(b *testing.B) {
 // BenchmarkAllowParallel: the "over" case under b.RunParallel, the
 // goroutines spread over 64 warm keys past their limit.
 func BenchmarkAllowParallel(b *testing.B) {
-	for _, name := range slices.Concat(design.StudyDesigns, design.OwnDesigns) {
+	for _, name := range slidingDesigns() {
 		b.Run(name, func(b *testing.B) {
 			l, err := New(Config{Design: name, Limit: 100, Window: time.Minute, Sync: 100 * time.Millisecond, Logger: quietLog})
 			if err != nil {
@@ -80,7 +78,7 @@ func BenchmarkAllowParallel(b *testing.B) {
 			for i := range keys {
 				keys[i] = "warm-" + strconv.Itoa(i)
 				for j := 0; j < 200; j++ {
-					l.Allow(ctx, keys[i])
+					mustAllow(l.Allow(ctx, keys[i]))
 				}
 			}
 			l.SyncNow(ctx)
@@ -90,7 +88,7 @@ func BenchmarkAllowParallel(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				key := keys[int(next.Add(1))%len(keys)]
 				for pb.Next() {
-					l.Allow(ctx, key)
+					mustAllow(l.Allow(ctx, key))
 				}
 			})
 		})
@@ -119,7 +117,7 @@ func BenchmarkSyncRedis10k(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		for _, k := range keys {
-			l.Allow(ctx, k)
+			mustAllow(l.Allow(ctx, k))
 		}
 		b.StartTimer()
 		if err := l.SyncNow(ctx); err != nil {
@@ -163,7 +161,7 @@ func keyMemory(b *testing.B, name string, limit, buckets, keys int) float64 {
 	}
 	before := heap()
 	l, err := New(Config{Design: name, Limit: limit, Window: win, WindowBuckets: buckets, Sync: time.Hour, MaxKeys: keys,
-		Now: now.Load, Logger: quietLog})
+		Now: func() time.Time { return time.Unix(0, now.Load()) }, Logger: quietLog})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -176,7 +174,7 @@ func keyMemory(b *testing.B, name string, limit, buckets, keys int) float64 {
 	next := now.Load() + int64(delta)
 	for i := range limit {
 		for _, k := range names {
-			if d := l.Allow(ctx, k); !d.Allowed {
+			if d := mustAllow(l.Allow(ctx, k)); !d.Allowed {
 				b.Fatalf("%s: request %d of key %s rejected under its limit", name, i, k)
 			}
 		}
@@ -217,7 +215,7 @@ func BenchmarkAllowRedis(b *testing.B) {
 	ctx := context.Background()
 	b.Run("allow", func(b *testing.B) {
 		for b.Loop() {
-			if !l.Allow(ctx, "k").Allowed {
+			if !mustAllow(l.Allow(ctx, "k")).Allowed {
 				b.Fatal("rejected under its limit")
 			}
 		}
@@ -225,7 +223,7 @@ func BenchmarkAllowRedis(b *testing.B) {
 	b.Run("patient", func(b *testing.B) {
 		for b.Loop() {
 			l.slowUntil.Store(time.Now().Add(time.Hour).UnixNano())
-			if !l.Allow(ctx, "k").Allowed {
+			if !mustAllow(l.Allow(ctx, "k")).Allowed {
 				b.Fatal("rejected under its limit")
 			}
 		}
@@ -235,7 +233,7 @@ func BenchmarkAllowRedis(b *testing.B) {
 		key := store.Key{Name: "c", Limit: 1 << 30, Window: window.Spec{Size: time.Minute}}
 		for b.Loop() {
 			cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-			_, err := st.Ask(cctx, l.Now(), key, 0, store.Query{Kind: store.QueryCentral, N: 1})
+			_, err := st.Ask(cctx, l.Now().UnixNano(), key, 0, store.Query{Kind: store.QueryCentral, N: 1})
 			cancel()
 			if err != nil {
 				b.Fatal(err)

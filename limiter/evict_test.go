@@ -28,7 +28,7 @@ func evictionRun(t *testing.T, st store.Backend, name string, n, maxKeys int, de
 	ctx := context.Background()
 	unheard := 0
 	for i := range n {
-		d := l.Allow(ctx, fmt.Sprintf("%s-%d", name, i))
+		d := mustAllow(l.Allow(ctx, fmt.Sprintf("%s-%d", name, i)))
 		switch {
 		case d.Allowed:
 		case !d.Degraded:
@@ -55,7 +55,7 @@ func evictionRun(t *testing.T, st store.Backend, name string, n, maxKeys int, de
 	primedBefore := l.Stats().Primed
 	again := 0
 	for i := range 1000 {
-		if l.Allow(ctx, fmt.Sprintf("%s-%d", name, i)).Allowed {
+		if mustAllow(l.Allow(ctx, fmt.Sprintf("%s-%d", name, i))).Allowed {
 			again++
 		}
 	}

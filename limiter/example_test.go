@@ -16,7 +16,10 @@ func ExampleLimiter_Allow() {
 	}
 	defer l.Close()
 	for i := 0; i < 3; i++ {
-		d := l.Allow(context.Background(), "alice")
+		d, err := l.Allow(context.Background(), "alice")
+		if err != nil {
+			panic(err)
+		}
 		fmt.Println(d.Allowed, d.Remaining)
 	}
 	// Output:
@@ -28,10 +31,10 @@ func ExampleLimiter_Allow() {
 // A burst limit beside a daily one: a request the burst limit refuses
 // spends nothing of the day's, and the decision names the limit that binds.
 func ExampleLimiter_AllowLimits() {
-	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC).UnixNano()
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	// central-log, exact: the default (permit) may refuse a limit that
 	// another limit's refusal left with room until its next sync.
-	l, err := limiter.New(limiter.Config{Design: "central-log", Now: func() int64 { return now }})
+	l, err := limiter.New(limiter.Config{Design: "central-log", Now: func() time.Time { return now }})
 	if err != nil {
 		panic(err)
 	}
@@ -40,7 +43,7 @@ func ExampleLimiter_AllowLimits() {
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {
 		if i == 3 {
-			now += int64(2 * time.Second)
+			now = now.Add(2 * time.Second)
 		}
 		d, _ := l.AllowLimits(ctx, "acct", lims, 1)
 		fmt.Printf("%v: %d per %v, %d left\n", d.Allowed, d.Limit, d.Window, d.Remaining)

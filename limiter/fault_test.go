@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
 )
@@ -32,7 +32,7 @@ func drive(l *Limiter, key string, workers int, d time.Duration) ([]Decision, []
 			defer wg.Done()
 			for i := 0; i < 1_000_000 && time.Now().Before(end); i++ {
 				t0 := time.Now()
-				dec := l.Allow(context.Background(), key)
+				dec := mustAllow(l.Allow(context.Background(), key))
 				took := time.Since(t0)
 				mu.Lock()
 				ds, lat = append(ds, dec), append(lat, took)
@@ -149,7 +149,7 @@ func TestRestartAndEvictionKeepEveryAdmit(t *testing.T) {
 	told := 0
 	admit := func(l *Limiter, key string, n int) {
 		for i := 0; i < n; i++ {
-			if l.Allow(ctx, key).Allowed {
+			if mustAllow(l.Allow(ctx, key)).Allowed {
 				told++
 			}
 		}
@@ -190,7 +190,7 @@ func TestRestartAndEvictionKeepEveryAdmit(t *testing.T) {
 	defer l.Close()
 	for i := 0; i < 20; i++ {
 		admit(l, "a", 1)
-		l.Allow(ctx, "b")
+		mustAllow(l.Allow(ctx, "b"))
 	}
 	l.SyncNow(ctx)
 	check("after 20 evictions of key a", "a")
@@ -257,7 +257,7 @@ func TestStoreThatLostItsData(t *testing.T) {
 	for _, how := range []string{"flushall", "restart"} {
 		t.Run(how, func(t *testing.T) {
 			srv := redistest.Start(t) // no persistence
-			names := slices.Concat(design.StudyDesigns, design.OwnDesigns)
+			names := slidingDesigns()
 			type result struct {
 				worst, admitted, forgotten int
 				logged                     []int
@@ -269,7 +269,7 @@ func TestStoreThatLostItsData(t *testing.T) {
 			// records them
 			budgets := &budgetWatch{cur: make([]int, 3), most: make([]int, 3)}
 			watchedHeadroom := fmt.Sprintf("headroom-lost-%d", watchRuns.Add(1))
-			if err := design.Register(design.Info{Name: watchedHeadroom, FineBuckets: true, New: func(c design.Config) design.Gateway {
+			if err := registerTest(design.Info{Name: watchedHeadroom, FineBuckets: true, New: func(c design.Config) design.Gateway {
 				return watched{design.NewHeadroom(c, design.HeadroomTolerance), budgets, c.Gateway}
 			}}); err != nil {
 				t.Fatal(err)

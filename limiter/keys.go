@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/store"
 )
 
@@ -156,7 +156,7 @@ func (l *Limiter) create(key string, part int, lim Limit, now int64) *entry {
 // decidesAlone reports whether the design admits without asking the store
 // (its view, its quota or its budget), so that a key made anew must learn
 // the store's count first; the others ask the store or hold its slots.
-func (l *Limiter) decidesAlone() bool { return !l.info.NoSync && !l.info.Leases }
+func (l *Limiter) decidesAlone() bool { return !l.info.Central && !l.info.Leases }
 
 // retire marks e evicted and keeps for the next sync a last push of its
 // unsynced admits, withdrawals and re-seed, which also hands back any lease

@@ -17,7 +17,6 @@
 package limiter
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -29,7 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
 	"github.com/fleetlimit/fleetlimit/window"
@@ -100,16 +99,12 @@ type Config struct {
 	// SyncBatch is the most keys sent in one store call; default 1,000.
 	SyncBatch int
 	Logger    *slog.Logger // default slog.Default()
-	// Now is the clock, ns. By default the wall clock, read by a ticker
-	// every ClockResolution into a value Allow reads for free (reading
-	// the wall clock costs about 55 ns on a 2-core cloud VM, more than the
-	// rest of a decision). Decisions then run on a clock that never goes
-	// backwards and is at most one tick behind real time.
-	Now func() int64
-	// ClockResolution is the default clock's tick; default 1 ms; negative
-	// reads the wall clock on every call instead.
-	ClockResolution time.Duration
-	Rand            *rand.Rand // for the sync phase; default a random one
+	// Now is the clock; a test's, say. By default the wall clock, read by
+	// a ticker every millisecond into a value Allow reads for free
+	// (reading the wall clock costs about 55 ns on a 2-core cloud VM, more
+	// than the rest of a decision): decisions then run on a clock that
+	// never goes backwards and is at most a millisecond behind real time.
+	Now func() time.Time
 	// ClaimTTL is how long this gateway's claim of its index on a shared
 	// store (store.Claimer: Redis) lasts unless renewed, which it is every
 	// third of it; default 10 s. A process that finds its index held by
@@ -127,6 +122,18 @@ type Config struct {
 	// nil costs nothing.
 	StoreSpan func(ctx context.Context) (end func(error))
 }
+
+// DefaultDesign is the design a zero Config runs: permit, the one the
+// study recommends for a fleet of unknown size (its worst window is
+// L + ⌊0.1 L⌋ whatever the number of gateways).
+const DefaultDesign = design.Default
+
+// Designs returns the names of the designs a Limiter runs, DefaultDesign
+// first.
+func Designs() []string { return design.Names() }
+
+// lookup finds a design by name (tests add watched variants).
+var lookup = design.Lookup
 
 // Limit is a per-key limit that overrides the Limiter's default.
 type Limit struct {
@@ -153,8 +160,8 @@ type Decision struct {
 	// Degraded is true when the fallback decided: the store was
 	// unreachable, or did not answer this request in time.
 	Degraded bool
-	// At is the decision's instant on the Limiter's clock, ns.
-	At int64
+	// At is the decision's instant on the Limiter's clock.
+	At time.Time
 	// Bound, for a request under several limits (AllowLimits), is the
 	// index of the limit that Limit, Window, Remaining and Reset describe:
 	// the one that refused the request, or else the one with the least
@@ -189,10 +196,11 @@ type Limiter struct {
 	info     design.Info
 	spec     window.Spec
 	st       store.Backend
-	inProc   bool       // st answers in this process, at once (memstore)
-	wall     bool       // cfg.Now is the wall clock, in Unix ns
-	keys     sync.Map   // key name -> *entry; lookups take no lock
-	createMu sync.Mutex // serialises creating, renewing and evicting keys
+	inProc   bool         // st answers in this process, at once (memstore)
+	now      func() int64 // the clock, Unix ns
+	wall     bool         // now is the wall clock
+	keys     sync.Map     // key name -> *entry; lookups take no lock
+	createMu sync.Mutex   // serialises creating, renewing and evicting keys
 	nkeys    atomic.Int64
 	keyBytes atomic.Int64 // the bytes of the names of the keys held
 
@@ -289,12 +297,9 @@ func New(cfg Config) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	info, err := design.Lookup(cfg.Design)
+	info, err := lookup(cfg.Design)
 	if err != nil {
 		return nil, err
-	}
-	if info.Peer {
-		return nil, fmt.Errorf("limiter: design %s models another system's algorithm for the simulator (sim, replay, study); the live limiter runs fleetlimit's designs", cfg.Design)
 	}
 	l := &Limiter{cfg: cfg, info: info, spec: window.Spec{Size: cfg.Window, Kind: cfg.WindowKind, Buckets: cfg.WindowBuckets},
 		stop: make(chan struct{}), done: make(chan struct{}), evicted: newTombstones(cfg.Tombstones)}
@@ -326,19 +331,12 @@ func New(cfg Config) (*Limiter, error) {
 		l.cfg.Logger.Warn("fleetlimit: this design sizes its local admits from the room its view shows; with buckets wider than half the sync interval floods get through (up to 1.35 L in the study): use more buckets",
 			"design", cfg.Design, "bucket", time.Duration(l.spec.Width()), "sync", cfg.Sync, "buckets at least", 2*int64(cfg.Window)/int64(cfg.Sync))
 	}
-	if l.cfg.Now == nil {
-		def := cmp.Or(l.cfg.ClockResolution, time.Millisecond)
-		l.cfg.ClockResolution = def
-		if def < 0 {
-			l.cfg.Now = func() int64 { return time.Now().UnixNano() }
-		} else {
-			l.clock = startClock(def)
-			l.cfg.Now = l.clock.now
-		}
+	if now := l.cfg.Now; now != nil {
+		l.now = func() int64 { return now().UnixNano() }
+	} else {
+		l.clock = startClock(time.Millisecond)
+		l.now = l.clock.now
 		l.wall = true
-	}
-	if l.cfg.Rand == nil {
-		l.cfg.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
 	if err := l.claim(); err != nil {
 		if l.clock != nil {
@@ -346,15 +344,16 @@ func New(cfg Config) (*Limiter, error) {
 		}
 		return nil, err
 	}
-	phase := time.Duration(l.cfg.Rand.Int64N(int64(l.cfg.Sync)))
-	l.nextSync.Store(l.cfg.Now() + int64(phase))
+	phase := time.Duration(rand.Int64N(int64(l.cfg.Sync)))
+	l.nextSync.Store(l.now() + int64(phase))
 	go l.loop(phase)
 	return l, nil
 }
 
-// Allow decides one request for key under the default limit.
-func (l *Limiter) Allow(ctx context.Context, key string) Decision {
-	return l.allow(ctx, key, Limit{l.cfg.Limit, l.cfg.Window, l.cfg.WindowBuckets}, 1)
+// Allow decides one request for key under the default limit. Its error is
+// always nil: it has the shape of every other decision call.
+func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
+	return l.allow(ctx, key, Limit{l.cfg.Limit, l.cfg.Window, l.cfg.WindowBuckets}, 1), nil
 }
 
 // keyName is the name key is held under: itself, or its SHA-256 when it is
@@ -392,8 +391,8 @@ func (l *Limiter) AllowLimit(ctx context.Context, key string, lim Limit, n int) 
 	return l.allow(ctx, key, lim, n), nil
 }
 
-// Now is the Limiter's clock, ns: the clock of Decision.At.
-func (l *Limiter) Now() int64 { return l.cfg.Now() }
+// Now is the Limiter's clock: the clock of Decision.At.
+func (l *Limiter) Now() time.Time { return time.Unix(0, l.now()) }
 
 // Check answers whether key is over lim without counting anything, for a
 // request of cost 0 (envoyproxy/ratelimit's "check only"). A design that
@@ -416,14 +415,14 @@ func (l *Limiter) Check(ctx context.Context, key string, lim Limit) (Decision, e
 // view answers a check of the entry held under id (entryID) from what this
 // gateway knows; a key it has not seen is not created.
 func (l *Limiter) view(id any, lim Limit) Decision {
-	now := l.cfg.Now()
+	now := l.now()
 	v, ok := l.keys.Load(id)
 	if !ok {
 		reset := now // sliding: nothing to free
 		if spec := (window.Spec{Size: lim.Window, Kind: l.spec.Kind}); spec.Kind == window.Fixed {
 			reset = spec.Lo(now) + int64(lim.Window)
 		}
-		return Decision{Allowed: true, Limit: lim.Requests, Window: lim.Window, Remaining: lim.Requests, Reset: time.Duration(reset - now), At: now}
+		return Decision{Allowed: true, Limit: lim.Requests, Window: lim.Window, Remaining: lim.Requests, Reset: time.Duration(reset - now), At: time.Unix(0, now)}
 	}
 	e := v.(*entry)
 	e.mu.Lock()
@@ -456,7 +455,7 @@ func (l *Limiter) allow(ctx context.Context, key string, lim Limit, n int) Decis
 	// The request gives up on the store Timeout after it came, whatever
 	// it waited for meanwhile (the key, held by another request's call):
 	// a request never waits much longer than Timeout.
-	came := l.cfg.Now()
+	came := l.now()
 	giveUp := came + int64(l.cfg.Timeout)
 	for {
 		e := l.get(key, lim, came)
@@ -465,7 +464,7 @@ func (l *Limiter) allow(ctx context.Context, key string, lim Limit, n int) Decis
 			e.mu.Unlock()
 			continue
 		}
-		now := l.cfg.Now()
+		now := l.now()
 		e.used = now
 		if e.prime && !l.degraded.Load() {
 			l.primeSync(ctx, e, now)
@@ -568,7 +567,7 @@ func (l *Limiter) decision(e *entry, ok bool, rem int, reset, now int64, degrade
 			reset = w.Lo(now) + int64(w.Size)
 		}
 	}
-	d := Decision{Allowed: ok, Limit: e.key.Limit, Window: e.key.Window.Size, Remaining: rem, Reset: time.Duration(reset - now), Degraded: degraded, At: now}
+	d := Decision{Allowed: ok, Limit: e.key.Limit, Window: e.key.Window.Size, Remaining: rem, Reset: time.Duration(reset - now), Degraded: degraded, At: time.Unix(0, now)}
 	if !ok {
 		d.RetryAfter = max(d.Reset, time.Millisecond)
 	}

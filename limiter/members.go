@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/store"
 )
 

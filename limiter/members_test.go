@@ -100,7 +100,7 @@ func TestMembership(t *testing.T) {
 func admitted(l *Limiter, key string, n int) int {
 	k := 0
 	for range n {
-		if l.Allow(context.Background(), key).Allowed {
+		if mustAllow(l.Allow(context.Background(), key)).Allowed {
 			k++
 		}
 	}
@@ -148,12 +148,12 @@ func TestGoneMembersSlotsComeBack(t *testing.T) {
 	if f := l.Fleet(); f.Gateways != 2 || f.Gateway != 0 {
 		t.Fatalf("joined as %+v, want gateway 0 of 2", f)
 	}
-	if l.Allow(ctx, "k").Allowed {
+	if mustAllow(l.Allow(ctx, "k")).Allowed {
 		t.Fatal("admitted while the crashed member holds every slot")
 	}
 	for range 60 {
 		time.Sleep(ttl / 6)
-		if l.Allow(ctx, "k").Allowed {
+		if mustAllow(l.Allow(ctx, "k")).Allowed {
 			if f := l.Fleet(); f.Gateways != 1 {
 				t.Fatalf("admitted while it sees %+v", f)
 			}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/store"
 )
 
@@ -64,7 +64,7 @@ func (l *Limiter) validateLimits(lims []Limit) error {
 // the limits' order (so two requests for the key never wait on each other
 // in a circle), decided together.
 func (l *Limiter) allowMulti(ctx context.Context, key string, lims []Limit, n int) Decision {
-	came := l.cfg.Now()
+	came := l.now()
 	giveUp := came + int64(l.cfg.Timeout)
 	es := make([]*entry, len(lims))
 	for {
@@ -87,7 +87,7 @@ func (l *Limiter) lockedMulti(ctx context.Context, es []*entry, giveUp int64, n 
 			return Decision{}, false
 		}
 	}
-	now := l.cfg.Now()
+	now := l.now()
 	for i, e := range es {
 		e.used = now
 		if e.prime && !l.degraded.Load() {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/internal/simtest"
 	"github.com/fleetlimit/fleetlimit/sim"
@@ -60,7 +60,7 @@ func flood(ls []*Limiter, key string, rate float64, d time.Duration, answers boo
 					return
 				}
 				time.Sleep(time.Until(at))
-				dec := gwDecision{l.Allow(context.Background(), key), gw}
+				dec := gwDecision{mustAllow(l.Allow(context.Background(), key)), gw}
 				mu.Lock()
 				if dec.Allowed {
 					r.flood = append(r.flood, dec)
@@ -69,7 +69,7 @@ func flood(ls []*Limiter, key string, rate float64, d time.Duration, answers boo
 					}
 				}
 				if answers && !dec.Degraded {
-					r.contacts[gw] = append(r.contacts[gw], dec.At)
+					r.contacts[gw] = append(r.contacts[gw], dec.At.UnixNano())
 				}
 				mu.Unlock()
 			}
@@ -96,7 +96,7 @@ func flood(ls []*Limiter, key string, rate float64, d time.Duration, answers boo
 func (r *slowRun) stamps() []int64 {
 	ts := make([]int64, len(r.flood))
 	for i, d := range r.flood {
-		ts[i] = d.At
+		ts[i] = d.At.UnixNano()
 	}
 	slices.Sort(ts)
 	return ts
@@ -122,7 +122,7 @@ func TestFleetOnRedis(t *testing.T) {
 		buckets int
 	}
 	var runs []run1
-	for _, name := range slices.Concat(design.StudyDesigns, design.OwnDesigns) {
+	for _, name := range slidingDesigns() {
 		runs = append(runs, run1{name, 0})
 	}
 	for _, name := range []string{"central-log", "lease-ask", "shared-counter"} {
@@ -262,14 +262,14 @@ func TestRedisFailureAndRecovery(t *testing.T) {
 						case <-tk.C:
 						}
 						start := time.Now()
-						d := gwDecision{l.Allow(context.Background(), key), i}
+						d := gwDecision{mustAllow(l.Allow(context.Background(), key)), i}
 						mu.Lock()
 						slowest = max(slowest, time.Since(start))
 						if d.Allowed {
 							r.flood = append(r.flood, d)
 						}
 						if name == "central-log" && !d.Degraded { // an answer of the store
-							r.contacts[i] = append(r.contacts[i], d.At)
+							r.contacts[i] = append(r.contacts[i], d.At.UnixNano())
 						}
 						mu.Unlock()
 					}
@@ -304,8 +304,8 @@ func TestRedisFailureAndRecovery(t *testing.T) {
 			ts := make([]int64, len(r.flood))
 			pre, fell := 0, 0
 			for i, d := range r.flood {
-				ts[i] = d.At
-				if d.At < down.Load() {
+				ts[i] = d.At.UnixNano()
+				if d.At.UnixNano() < down.Load() {
 					pre++
 				}
 				if d.Degraded {
@@ -402,7 +402,7 @@ func honest(ls []*Limiter, key string, rate float64, d time.Duration, seed uint6
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dec := l.Allow(context.Background(), key)
+			dec := mustAllow(l.Allow(context.Background(), key))
 			mu.Lock()
 			out = append(out, dec)
 			mu.Unlock()
@@ -432,7 +432,7 @@ func TestHeadroomFleetOnRedis(t *testing.T) {
 	for _, name := range []string{"flood", "honest"} {
 		w := &budgetWatch{cur: make([]int, k), most: make([]int, k)}
 		d := fmt.Sprintf("headroom-watched-%s-%d", name, watchRuns.Add(1))
-		if err := design.Register(design.Info{Name: d, New: func(c design.Config) design.Gateway {
+		if err := registerTest(design.Info{Name: d, New: func(c design.Config) design.Gateway {
 			return watched{design.NewHeadroom(c, design.HeadroomTolerance), w, c.Gateway}
 		}}); err != nil {
 			t.Fatal(err)
@@ -487,7 +487,7 @@ func liveHonest(ls []*Limiter, key string, rate float64, length, w time.Duration
 	rejected := 0
 	for _, d := range decs {
 		if d.Allowed {
-			r.admits = append(r.admits, d.At)
+			r.admits = append(r.admits, d.At.UnixNano())
 		} else {
 			rejected++
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/internal/slowproxy"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
@@ -81,7 +81,7 @@ func (f *slowFleet) watchHeadroom(t *testing.T) {
 	for _, s := range slownesses {
 		w := &budgetWatch{cur: make([]int, f.k), most: make([]int, f.k)}
 		name := fmt.Sprintf("headroom-slow-%s-%d", s.name, watchRuns.Add(1))
-		if err := design.Register(design.Info{Name: name, FineBuckets: true, New: func(c design.Config) design.Gateway {
+		if err := registerTest(design.Info{Name: name, FineBuckets: true, New: func(c design.Config) design.Gateway {
 			return watched{design.NewHeadroom(c, design.HeadroomTolerance), w, c.Gateway}
 		}}); err != nil {
 			t.Fatal(err)
@@ -140,7 +140,7 @@ func (f slowFleet) gateways(t *testing.T, p *slowproxy.Proxy, dsg, prefix string
 			first = st
 		}
 		l, err := New(Config{Design: dsg, Limit: f.limit, Window: f.window, Sync: f.sync, Timeout: f.timeout,
-			Gateways: f.k, Gateway: i, Store: st, Logger: quietLog, Fleet: prefix, Rand: rand.New(rand.NewPCG(uint64(i), 5))})
+			Gateways: f.k, Gateway: i, Store: st, Logger: quietLog, Fleet: prefix})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -197,7 +197,7 @@ func (f slowFleet) run(t *testing.T, srv *redistest.Server, name string, s slown
 	}
 	ts := make([]int64, len(r.flood))
 	for i, dec := range r.flood {
-		ts[i] = dec.At
+		ts[i] = dec.At.UnixNano()
 	}
 	slices.Sort(ts)
 	r.worstFlood = worst(slices.Clone(ts), f.window-f.timeout-time.Millisecond)
@@ -224,13 +224,13 @@ func (f slowFleet) traffic(ls []*Limiter, d time.Duration, r *slowRun, mu *sync.
 			}
 			time.Sleep(time.Until(start.Add(at)))
 			gw := rng.IntN(len(ls))
-			dec := gwDecision{ls[gw].Allow(context.Background(), key), gw}
+			dec := gwDecision{mustAllow(ls[gw].Allow(context.Background(), key)), gw}
 			mu.Lock()
 			if dec.Allowed {
-				told[key] = append(told[key], dec.At)
+				told[key] = append(told[key], dec.At.UnixNano())
 			}
 			if answers && !dec.Degraded {
-				r.contacts[gw] = append(r.contacts[gw], dec.At)
+				r.contacts[gw] = append(r.contacts[gw], dec.At.UnixNano())
 			}
 			see(dec)
 			mu.Unlock()
@@ -277,13 +277,13 @@ func (r *slowRun) mostUnheard(ts []int64, lag time.Duration) int {
 			continue
 		}
 		c := r.contacts[dec.gw]
-		i, _ := slices.BinarySearch(c, dec.At+1)
+		i, _ := slices.BinarySearch(c, dec.At.UnixNano()+1)
 		since := int64(0) // no contact yet: every admit is unheard
 		if i > 0 {
 			since = c[i-1] - int64(lag)
 		}
 		lo, _ := slices.BinarySearch(ts, since)
-		hi, _ := slices.BinarySearch(ts, dec.At+1)
+		hi, _ := slices.BinarySearch(ts, dec.At.UnixNano()+1)
 		most = max(most, hi-lo)
 	}
 	return most
@@ -302,7 +302,7 @@ func TestSlowStore(t *testing.T) {
 	const d = 24 * time.Second
 	suite := slowSuite
 	suite.watchHeadroom(t)
-	names := slices.Concat(design.StudyDesigns, design.OwnDesigns)
+	names := slidingDesigns()
 	runs := make([][]slowRun, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {

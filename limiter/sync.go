@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/store"
 )
 
@@ -35,7 +35,7 @@ func (l *Limiter) loop(phase time.Duration) {
 			return
 		case <-t.C:
 		}
-		l.nextSync.Store(l.cfg.Now() + int64(l.cfg.Sync))
+		l.nextSync.Store(l.now() + int64(l.cfg.Sync))
 		start := time.Now()
 		_ = l.SyncNow(ctx)
 		next := l.cfg.Sync
@@ -62,7 +62,7 @@ func (l *Limiter) SyncNow(ctx context.Context) error {
 }
 
 func (l *Limiter) syncNow(ctx context.Context, start time.Time) error {
-	now := l.cfg.Now()
+	now := l.now()
 	all := make([]*entry, 0, l.nkeys.Load())
 	l.keys.Range(func(_, v any) bool {
 		all = append(all, v.(*entry))
@@ -110,7 +110,7 @@ func (l *Limiter) reseed(ctx context.Context, forgot []*entry) {
 	if len(forgot) == 0 {
 		return
 	}
-	now := l.cfg.Now()
+	now := l.now()
 	ents, items := l.pushes(forgot, now, nil)
 	for lo := 0; lo < len(items); lo += l.cfg.SyncBatch {
 		hi := min(lo+l.cfg.SyncBatch, len(items))
@@ -150,7 +150,7 @@ func (l *Limiter) pushes(all []*entry, now int64, first []store.SyncItem) ([]*en
 			continue
 		}
 		if quietSync(e.gw) {
-			e.gw.(design.Lazy).Skip(1)
+			e.gw.(lazy).Skip(1)
 		} else {
 			ents = append(ents, e)
 			items = append(items, store.SyncItem{Key: e.key})
@@ -163,12 +163,23 @@ func (l *Limiter) pushes(all []*entry, now int64, first []store.SyncItem) ([]*en
 	return ents, items
 }
 
+// lazy is implemented by designs whose syncs can be left out, exactly,
+// while they would change nothing: QuietSyncs counts the next syncs that
+// would change nothing (0 when the next one matters), Skip accounts for
+// syncs left out, and PullsView says a sync refreshes the view even when
+// quiet.
+type lazy interface {
+	QuietSyncs() int
+	Skip(n int)
+	PullsView() bool
+}
+
 // quietSync reports whether gw's next sync may be left out: its design says it
 // would change nothing, its view does not come from the pull, and it holds
 // no lease slots (which the store must keep hearing of, or its copy of the
 // key could expire under them).
 func quietSync(gw design.Gateway) bool {
-	lz, ok := gw.(design.Lazy)
+	lz, ok := gw.(lazy)
 	return ok && lz.QuietSyncs() > 0 && !lz.PullsView() && gw.Held() == 0
 }
 

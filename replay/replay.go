@@ -24,7 +24,8 @@ import (
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/accesslog"
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
@@ -214,7 +215,7 @@ func (opt *Options) validate() error {
 		return fmt.Errorf("top %d: want 0 or more", opt.Top)
 	}
 	for _, d := range opt.Designs {
-		info, err := design.Lookup(d)
+		info, err := catalog.Lookup(d)
 		if err != nil {
 			return err
 		}

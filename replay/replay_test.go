@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/accesslog"
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 )
 
 // request is one request of a generated log.
@@ -155,7 +155,7 @@ func TestReplayEveryFormat(t *testing.T) {
 				routing = Even
 			}
 			got := map[string]int64{}
-			rep, err := Run(r, Options{Designs: design.Sliding(), Gateways: 3, Sync: time.Second, Limit: Limit{10, time.Minute},
+			rep, err := Run(r, Options{Designs: catalog.Sliding(), Gateways: 3, Sync: time.Second, Limit: Limit{10, time.Minute},
 				Routing: routing, Seed: 1, OnKey: func(k KeyResult) { got[k.Key] += k.Designs[Exact].Admitted }})
 			if err != nil {
 				t.Fatal(err)

@@ -1,8 +1,9 @@
 package replay
 
 import (
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
 	"github.com/fleetlimit/fleetlimit/window"
@@ -15,14 +16,14 @@ import (
 // mode does, and each request decided at its cost. The worst window counts
 // the requests' costs, against the limit.
 func runWeighted(p sim.Params, rel []int64, g, cost []uint16, exact []bool, isExact bool) (Figures, error) {
-	info, err := design.Lookup(p.Design)
+	info, err := catalog.Lookup(p.Design)
 	if err != nil {
 		return Figures{}, err
 	}
 	spec := p.Spec()
 	key := memstore.NewKey(p.Limit, spec)
 	if info.RateLeases != "" {
-		key.SetRateLeases(info.RateLeases == design.RateFair)
+		key.SetRateLeases(info.RateLeases == catalog.RateFair)
 	}
 	gws := make([]design.Gateway, p.Gateways)
 	for i := range gws {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/accesslog"
-	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
@@ -23,8 +23,8 @@ func TestWeightedDriverMatchesTheSimulator(t *testing.T) {
 	for at := int64(0); at < int64(20*time.Minute); at += int64(rng.ExpFloat64() * float64(200*time.Millisecond)) {
 		rel, g, ones = append(rel, at), append(g, uint16(rng.IntN(8))), append(ones, 1)
 	}
-	for _, d := range design.Names() {
-		info, _ := design.Lookup(d)
+	for _, d := range catalog.Names() {
+		info, _ := catalog.Lookup(d)
 		kind := window.Sliding
 		if info.FixedWindow {
 			kind = window.Fixed

@@ -55,7 +55,7 @@ func benchShouldRateLimit(b *testing.B, tr Tracing) {
 	}
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixNano())
-	now := func() int64 { return clock.Add(int64(time.Millisecond)) }
+	now := func() time.Time { return time.Unix(0, clock.Add(int64(time.Millisecond))) }
 	lim, err := limiter.New(limiter.Config{Sync: time.Second, WindowKind: cfg.Settings.WindowKind, Now: now,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/fleetlimit/fleetlimit/httpmw"
 	"github.com/fleetlimit/fleetlimit/limiter"
+	"github.com/fleetlimit/fleetlimit/policy"
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
@@ -368,7 +368,7 @@ func untilReset(kind window.Kind, w time.Duration, dec limiter.Decision) time.Du
 		return dec.Reset
 	}
 	div := int64(w / time.Second)
-	sec := dec.At / int64(time.Second)
+	sec := dec.At.Unix()
 	return time.Duration(div-sec%div) * time.Second
 }
 
@@ -437,7 +437,7 @@ func rateLimitHeaders(set Settings, st *pb.RateLimitResponse_DescriptorStatus, w
 	name := st.CurrentLimit.GetName()
 	window := int64(w / time.Second)
 	return []*corev3.HeaderValue{
-		{Key: "RateLimit-Policy", Value: httpmw.PolicyField(name, limit, window)},
-		{Key: "RateLimit", Value: httpmw.LimitField(name, uint64(st.LimitRemaining), reset)},
+		{Key: "RateLimit-Policy", Value: policy.PolicyField(name, limit, window)},
+		{Key: "RateLimit", Value: policy.LimitField(name, uint64(st.LimitRemaining), reset)},
 	}
 }

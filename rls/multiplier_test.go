@@ -28,7 +28,7 @@ func newClock() *clock {
 	return c
 }
 
-func (c *clock) now() int64          { return c.ns.Load() }
+func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()) }
 func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
 
 // servedLimiter is the limiter serve makes for src's settings (fixed

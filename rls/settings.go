@@ -10,7 +10,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 	"gopkg.in/yaml.v3"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/limiter"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/window"
@@ -143,12 +143,9 @@ func (s Settings) Validate() error { return s.validate("") }
 
 func (s Settings) validate(file string) error {
 	bad := func(msg string) error { return &ConfigError{File: file, Msg: "fleetlimit settings: " + msg} }
-	info, err := design.Lookup(s.Design)
+	_, err := design.Lookup(s.Design)
 	if err != nil {
 		return bad(err.Error())
-	}
-	if info.Peer {
-		return bad(fmt.Sprintf("design %s models another system's algorithm for the simulator (sim, replay, study); serve runs fleetlimit's designs", s.Design))
 	}
 	if s.WindowKind != window.Fixed && s.WindowKind != window.Sliding {
 		return bad(fmt.Sprintf("window_kind %v: want sliding or fixed", s.WindowKind))

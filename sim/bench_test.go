@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 )
 
 // BenchmarkFlood runs a heavy flood (flood:1000, K = 8, Δ = 1s, 10 simulated
@@ -12,7 +12,7 @@ import (
 // in a sliding window) on one core and reports simulated requests per
 // second.
 func BenchmarkFlood(b *testing.B) {
-	for _, name := range design.Sliding() {
+	for _, name := range catalog.Sliding() {
 		b.Run(name, func(b *testing.B) {
 			p := Defaults()
 			p.Design, p.Gateways, p.Traffic, p.Duration = name, 8, Traffic{Kind: Flood, Factor: 1000}, 10*time.Minute

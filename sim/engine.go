@@ -3,7 +3,7 @@ package sim
 import (
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/store"
 )
 
@@ -284,7 +284,7 @@ func (e *engine) syncDue(t int64, g int) {
 	s := &e.gs[g]
 	switch {
 	case !s.alive:
-	case e.r.info.NoSync && !s.degraded && e.r.gws[g].(design.Lazy).QuietSyncs() > 0:
+	case e.r.info.NoSync && !s.degraded && e.r.gws[g].(lazy).QuietSyncs() > 0:
 		// a design that needs no sync, with nothing to push
 	case s.syncing:
 		// the last one is still out: this one is left out

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 )
 
 // decision is one decision of a run, as its trace reports it.
@@ -30,8 +31,8 @@ func TestFaultEngineWithoutFaultsEqualsPlain(t *testing.T) {
 	if raceEnabled {
 		traffics = traffics[2:]
 	}
-	for _, name := range design.Names() {
-		info, _ := design.Lookup(name)
+	for _, name := range catalog.Names() {
+		info, _ := catalog.Lookup(name)
 		if info.FixedWindow {
 			continue
 		}

@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/store"
 )
 
@@ -54,10 +55,10 @@ var current *budgetWatch
 
 func registerWatched(t *testing.T, tolerance float64) string {
 	name := fmt.Sprintf("headroom-watched@%g", tolerance)
-	if _, err := design.Lookup(name); err == nil {
+	if _, err := catalog.Lookup(name); err == nil {
 		return name
 	}
-	err := design.Register(design.Info{Name: name, New: func(c design.Config) design.Gateway {
+	err := catalog.Register(catalog.Info{Name: name, New: func(c design.Config) design.Gateway {
 		return watched{design.NewHeadroom(c, tolerance), current, c.Gateway}
 	}})
 	if err != nil {

@@ -3,10 +3,11 @@ package sim
 import (
 	"fmt"
 
-	"github.com/fleetlimit/fleetlimit/design"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 )
 
 // KeyDist says how requests pick their key among N.
@@ -141,7 +142,7 @@ func RunKeys(p Params, n int, d KeyDist) (KeysResult, error) {
 	secs := p.Duration.Seconds()
 	st := &res.Store
 	batches := float64(p.Gateways) * secs / p.Sync.Seconds()
-	if info, err := design.Lookup(p.Design); err == nil && info.NoSync {
+	if info, err := catalog.Lookup(p.Design); err == nil && info.NoSync {
 		batches = 0 // the simulator has no fallback: nothing to sync
 	}
 	st.BytesPushedPerSec = (st.PushedPerSync*StampBytes + st.SyncItemsPerSec*ItemBytes) / secs

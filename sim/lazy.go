@@ -2,8 +2,6 @@ package sim
 
 import (
 	"math"
-
-	"github.com/fleetlimit/fleetlimit/design"
 )
 
 // never is a time after every run.
@@ -33,13 +31,13 @@ type lazySched struct {
 // mode's decisions.
 type lazyRun struct {
 	r     *runner
-	lz    []design.Lazy
+	lz    []lazy
 	sc    []lazySched
 	pulls bool // the design's view comes from the last pull
 	// full, for lease designs whose syncs regrant what they hand back
 	// while the store has no room, and fullUntil, the first instant the
 	// store may have room (0: it has room now)
-	full      []design.QuietWhenFull
+	full      []quietWhenFull
 	fullUntil int64
 	h         *dueQueue
 
@@ -52,16 +50,16 @@ type lazyRun struct {
 // lazy runs r in the lazy mode.
 func (r *runner) lazy() {
 	k := len(r.gws)
-	lr := &lazyRun{r: r, lz: make([]design.Lazy, k), sc: make([]lazySched, k), genT: -1}
-	lr.pulls = r.gws[0].(design.Lazy).PullsView()
+	lr := &lazyRun{r: r, lz: make([]lazy, k), sc: make([]lazySched, k), genT: -1}
+	lr.pulls = r.gws[0].(lazy).PullsView()
 	lr.h = newDueQueue(lr.sc, r.order)
 	for _, i := range r.order {
-		lr.lz[i] = r.gws[i].(design.Lazy)
+		lr.lz[i] = r.gws[i].(lazy)
 	}
-	if _, ok := r.gws[0].(design.QuietWhenFull); ok && r.p.LeasePolicy != MaxMin {
-		lr.full = make([]design.QuietWhenFull, k)
+	if _, ok := r.gws[0].(quietWhenFull); ok && r.p.LeasePolicy != MaxMin {
+		lr.full = make([]quietWhenFull, k)
 		for i, gw := range r.gws {
-			lr.full[i] = gw.(design.QuietWhenFull)
+			lr.full[i] = gw.(quietWhenFull)
 		}
 	}
 	for i := range r.gws {
@@ -91,7 +89,7 @@ func (lr *lazyRun) reschedule(i int) {
 		q = lr.quietWhileFull(i)
 		s.byRoom = q > 0
 	}
-	if q != design.Forever {
+	if q != math.MaxInt {
 		if n := s.next + int64(q); n < (r.end-r.phase[i])/r.delta+1 {
 			due = lr.at(i, n)
 		}

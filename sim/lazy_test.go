@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
@@ -79,7 +80,7 @@ func TestLazyEqualsEager(t *testing.T) {
 		traffics, syncs = []string{"steady:1", "pageload:0.8", "flood:3"}, []time.Duration{100 * time.Millisecond, 3 * time.Second}
 	}
 	runs, differ := 0, 0
-	for _, name := range append(slices.Clone(design.StudyDesigns), design.OwnDesigns...) {
+	for _, name := range append(slices.Clone(catalog.StudyDesigns), catalog.OwnDesigns...) {
 		if name == "central-log" {
 			continue // never syncs
 		}

@@ -3,7 +3,7 @@ package sim
 import (
 	"slices"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 )
 
 // membership sets the fleet of the start live, draws each gateway's

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 )
 
 // meter counts what a run does.

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
 	"github.com/fleetlimit/fleetlimit/window"
@@ -99,7 +100,7 @@ func (r *runner) newMulti() {
 	for _, l := range p.Limits {
 		k := memstore.NewKey(l.Requests, p.limitSpec(l))
 		if r.info.RateLeases != "" {
-			k.SetRateLeases(r.info.RateLeases == design.RateFair)
+			k.SetRateLeases(r.info.RateLeases == catalog.RateFair)
 		}
 		mr.keys = append(mr.keys, k)
 		q := p

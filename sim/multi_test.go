@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
@@ -13,8 +14,8 @@ import (
 // the window kind it counts in.
 func multiDesigns() map[string]window.Kind {
 	out := map[string]window.Kind{}
-	for _, n := range design.Names() {
-		info, _ := design.Lookup(n)
+	for _, n := range catalog.Names() {
+		info, _ := catalog.Lookup(n)
 		if info.Peer { // other systems' algorithms count by their own rules (Kong's refused requests too)
 			continue
 		}

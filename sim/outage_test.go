@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 )
 
 // While the store is down, a fleet adds to what it would admit without the
@@ -29,7 +30,7 @@ func TestOutageBound(t *testing.T) {
 	}
 	checked := 0
 	// the registered designs, but those other tests register
-	for _, name := range slices.Concat(design.StudyDesigns, design.OwnDesigns) {
+	for _, name := range slices.Concat(catalog.StudyDesigns, catalog.OwnDesigns) {
 		for _, k := range ks {
 			for _, delta := range deltas {
 				for _, tr := range traffics {
@@ -88,7 +89,7 @@ func checkOutage(t *testing.T, p Params) {
 // its phase + nΔ), or, for a design the store decides for, a decision.
 func unheard(p Params, dec []decision, admits []int64, t0 int64) float64 {
 	phase, _ := syncPhases(p, p.Gateways)
-	info, _ := design.Lookup(p.Design)
+	info, _ := catalog.Lookup(p.Design)
 	since := make([]int64, p.Gateways)
 	for g := range since {
 		since[g] = math.MinInt64

@@ -2,20 +2,18 @@ package sim
 
 import (
 	"math"
-
-	"github.com/fleetlimit/fleetlimit/design"
 )
 
 // refusals lets the eager mode reject a flood's requests without asking the
 // design, for designs that can tell how long they will go on rejecting
-// (design.Refuser). It keeps, per gateway, the time before which every
+// (refuser). It keeps, per gateway, the time before which every
 // request there is surely rejected; syncs and decisions renew it. When
 // every gateway is sure to reject until the next sync, the arrivals before
 // it are counted in bulk (source.refuseBefore). Either way the run makes exactly
 // the decisions it makes without (TestRefusalsMatchPlain).
 type refusals struct {
 	r     *runner
-	ref   []design.Refuser
+	ref   []refuser
 	until []int64 // per gateway: requests before it are rejected
 	least int64   // the least of until, when fresh
 	fresh bool
@@ -28,12 +26,12 @@ type refusals struct {
 // newRefusals returns the run's refusals, or nil where they cannot help: a
 // design that is no Refuser, or a run with no flood.
 func (r *runner) newRefusals() *refusals {
-	if _, ok := r.gws[0].(design.Refuser); !ok || !r.p.HasFlood() {
+	if _, ok := r.gws[0].(refuser); !ok || !r.p.HasFlood() {
 		return nil
 	}
-	rf := &refusals{r: r, ref: make([]design.Refuser, len(r.gws)), until: make([]int64, len(r.gws))}
+	rf := &refusals{r: r, ref: make([]refuser, len(r.gws)), until: make([]int64, len(r.gws))}
 	for i, gw := range r.gws {
-		rf.ref[i] = gw.(design.Refuser)
+		rf.ref[i] = gw.(refuser)
 	}
 	// In bulk a request's gateway is drawn only for a design that counts
 	// its rejections, so otherwise the routing must draw a fixed count per

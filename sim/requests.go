@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 )
 
 // Requests are a run's arrivals drawn ahead of it: their times, gateways and
@@ -51,7 +51,7 @@ func (p Params) Shareable() bool {
 }
 
 // FleetFree reports whether run p's decisions do not depend on its fleet: a
-// design that never syncs (design.Info.NoSync: every decision is the
+// design that never syncs (catalog.Info.NoSync: every decision is the
 // store's) on an ideal store, where only the arrivals' times matter, and
 // those have their own random stream. Two such runs that differ only in
 // Gateways, Sync, Routing and AlignedSync have equal Results but for their
@@ -59,17 +59,17 @@ func (p Params) Shareable() bool {
 // bucket and gateway); when they differ only in Sync, their store counts
 // are equal too.
 func (p Params) FleetFree() bool {
-	info, err := design.Lookup(p.Design)
+	info, err := catalog.Lookup(p.Design)
 	return err == nil && info.NoSync && !info.LocalState && !p.Faults.Active()
 }
 
 // SyncBlind reports whether run p's requests, decisions and figures do not
 // depend on its Sync: FleetFree, or a design whose syncs only push
-// (design.Info.PushOnly) on an ideal store. Two such runs that differ only
+// (catalog.Info.PushOnly) on an ideal store. Two such runs that differ only
 // in Sync have equal Results but for their Params, their Syncs
 // (ScheduledSyncs) and their store counts, which follow the syncs.
 func (p Params) SyncBlind() bool {
-	info, err := design.Lookup(p.Design)
+	info, err := catalog.Lookup(p.Design)
 	return err == nil && (info.NoSync || info.PushOnly) && !p.Faults.Active()
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
@@ -32,11 +32,11 @@ func TestRequestsMatchRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, name := range design.Names() {
+			for _, name := range catalog.Names() {
 				for j, sync := range syncs {
 					p := base
 					p.Design, p.Sync, p.Faults = name, sync, faults[(i+j)%len(faults)]
-					if info, _ := design.Lookup(name); info.FixedWindow {
+					if info, _ := catalog.Lookup(name); info.FixedWindow {
 						p.WindowKind = window.Fixed
 					}
 					want, err := Run(p)
@@ -120,12 +120,12 @@ func TestGallop(t *testing.T) {
 // Params and store counts; neither holds with faults.
 func TestTwinsEqualAcrossFleets(t *testing.T) {
 	blind, free := 0, 0
-	for _, d := range design.Names() {
+	for _, d := range catalog.Names() {
 		for i, tr := range []string{"steady:1", "flood:30", "steady:0.8,flood:100+5m", "pageload:0.8"} {
 			p := Defaults()
 			p.Design, p.Gateways, p.Duration, p.Seed = d, 4, 10*time.Minute, uint64(i+1)
 			p.Traffic, p.Also = mustMix(t, tr)
-			if info, _ := design.Lookup(d); info.FixedWindow || i == 3 {
+			if info, _ := catalog.Lookup(d); info.FixedWindow || i == 3 {
 				p.WindowKind = window.Fixed
 			} else if i == 1 {
 				p.WindowBuckets = 60

@@ -18,7 +18,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
 	"github.com/fleetlimit/fleetlimit/window"
@@ -92,7 +93,7 @@ const (
 
 // Validate reports the first thing wrong with p, saying what is allowed.
 func (p Params) Validate() error {
-	info, err := design.Lookup(p.Design)
+	info, err := catalog.Lookup(p.Design)
 	if err != nil {
 		return err
 	}
@@ -324,7 +325,7 @@ const (
 // mode makes the same decisions (tested); the choice is only about speed:
 // the lazy mode's scheduling pays off when most syncs are idle, the eager
 // mode's pass over every sync when few are (docs/performance.md), and
-// for designs whose syncs are seldom quiet (design.Info.BusySyncs).
+// for designs whose syncs are seldom quiet (catalog.Info.BusySyncs).
 const (
 	lazyBelow         = 0.5
 	lazyBelowSkipping = 0.1
@@ -350,7 +351,7 @@ type source interface {
 // runner is one run's state.
 type runner struct {
 	p     Params
-	info  design.Info
+	info  catalog.Info
 	gws   []design.Gateway
 	key   *memstore.Key
 	src   source
@@ -396,7 +397,7 @@ func newRunner(p Params, trace Trace) (*runner, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	info, _ := design.Lookup(p.Design)
+	info, _ := catalog.Lookup(p.Design)
 	k := p.Faults.slots(p.Gateways) // indexes that gateways joining later take too
 	r := &runner{p: p, info: info, trace: trace, delta: int64(p.Sync), end: int64(p.Duration)}
 	r.gws = make([]design.Gateway, k)
@@ -408,7 +409,7 @@ func newRunner(p Params, trace Trace) (*runner, error) {
 		r.key.SetMaxMinLeases()
 	}
 	if info.RateLeases != "" {
-		r.key.SetRateLeases(info.RateLeases == design.RateFair)
+		r.key.SetRateLeases(info.RateLeases == catalog.RateFair)
 	}
 	r.src = newMix(p)
 	r.m = newMeter(p, info.Leases)
@@ -440,7 +441,7 @@ func syncPhases(p Params, k int) (phase []int64, order []int) {
 
 // scheduledSyncs is Result.Syncs: the syncs of run p's K gateways within its
 // duration, none for a design that never syncs.
-func scheduledSyncs(p Params, info design.Info, phase []int64) int64 {
+func scheduledSyncs(p Params, info catalog.Info, phase []int64) int64 {
 	if info.NoSync {
 		return 0
 	}
@@ -466,7 +467,7 @@ func ScheduledSyncs(p Params) (int64, error) {
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
-	info, _ := design.Lookup(p.Design)
+	info, _ := catalog.Lookup(p.Design)
 	phase, _ := syncPhases(p, p.Faults.slots(p.Gateways))
 	return scheduledSyncs(p, info, phase), nil
 }
@@ -474,7 +475,7 @@ func ScheduledSyncs(p Params) (int64, error) {
 // execute runs r in the given mode.
 func (r *runner) execute(md mode) {
 	p := r.p
-	_, lazy := r.gws[0].(design.Lazy)
+	_, lazy := r.gws[0].(lazy)
 	perGateway := p.expected() / float64(p.Duration) * float64(p.Sync) / float64(p.Gateways)
 	below := lazyBelow
 	if r.canSkip() {

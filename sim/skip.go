@@ -1,9 +1,9 @@
 package sim
 
-import "github.com/fleetlimit/fleetlimit/design"
+import "math"
 
 // skipper leaves out, in the eager mode, the syncs the lazy mode leaves out:
-// the quiet ones (design.Lazy) that are not, for a design whose view comes
+// the quiet ones (lazy) that are not, for a design whose view comes
 // from the pull, the last before one of the gateway's arrivals. It reads
 // the arrivals Δ ahead of each sync, so it has them drawn ahead. It asks a
 // gateway once how many of its next syncs are quiet, and tells it those it
@@ -11,7 +11,7 @@ import "github.com/fleetlimit/fleetlimit/design"
 // mode does; so a sync left out costs a few comparisons, and the round
 // robin of syncs needs no scheduling.
 type skipper struct {
-	lz      []design.Lazy
+	lz      []lazy
 	pulls   bool
 	t       []int64  // the arrivals' times
 	g       []uint16 // and gateways
@@ -27,7 +27,7 @@ type skipper struct {
 // bulk, unseen. So a run that skips keeps no refusals: every arrival is
 // decided, and the skipper is told of it first (touch).
 func (r *runner) canSkip() bool {
-	_, lazy := r.gws[0].(design.Lazy)
+	_, lazy := r.gws[0].(lazy)
 	return lazy && !r.p.HasFlood() && r.p.Shareable()
 }
 
@@ -48,10 +48,10 @@ func (r *runner) newSkipper() *skipper {
 		r.src = src
 	}
 	k := len(r.gws)
-	s := &skipper{lz: make([]design.Lazy, k), t: src.rq.t, g: src.rq.g,
+	s := &skipper{lz: make([]lazy, k), t: src.rq.t, g: src.rq.g,
 		last: make([]int64, k), quiet: make([]int, k), skipped: make([]int, k)}
 	for i, gw := range r.gws {
-		s.lz[i] = gw.(design.Lazy)
+		s.lz[i] = gw.(lazy)
 		s.last[i] = -1
 	}
 	s.pulls = s.lz[0].PullsView()
@@ -79,7 +79,7 @@ func (s *skipper) skips(t, delta int64, g int) bool {
 			return false
 		}
 	}
-	if s.quiet[g] != design.Forever {
+	if s.quiet[g] != math.MaxInt {
 		s.quiet[g]--
 	}
 	s.skipped[g]++

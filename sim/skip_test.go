@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
@@ -26,7 +26,7 @@ func TestSkipEqualsEager(t *testing.T) {
 		traffics, syncs = []string{"steady:1", "pageload:0.8"}, []time.Duration{time.Second}
 	}
 	runs, differ := 0, 0
-	for _, name := range append(slices.Clone(design.StudyDesigns), design.OwnDesigns...) {
+	for _, name := range append(slices.Clone(catalog.StudyDesigns), catalog.OwnDesigns...) {
 		for _, tr := range traffics {
 			for _, k := range []int{1, 3, 16} {
 				for _, sync := range syncs {

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/sweep"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -131,7 +132,7 @@ func (q Question) designs() []string { return BeyondDesigns() }
 // syncsOf are the Δ to try for design d: one for a design that does not
 // sync (its figures do not depend on Δ).
 func (q Question) syncsOf(d string) []time.Duration {
-	if info, _ := design.Lookup(d); info.NoSync {
+	if info, _ := catalog.Lookup(d); info.NoSync {
 		return q.Syncs[:1]
 	}
 	return q.Syncs
@@ -197,7 +198,7 @@ func Advise(ctx context.Context, q Question, workers int) ([]Candidate, error) {
 		for _, sync := range q.syncsOf(d) {
 			a := accs[key{d, sync, false}]
 			c := Candidate{Design: d, Sync: sync, SyncText: sync.String()}
-			info, _ := design.Lookup(d)
+			info, _ := catalog.Lookup(d)
 			if info.NoSync {
 				c.SyncText = "" // it never syncs
 			}

@@ -8,8 +8,8 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 
-	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
@@ -225,7 +225,7 @@ func (s section) evenUneven(d string, k int) string {
 	if !okE || !okU {
 		return "–"
 	}
-	if target, ok := fleetTripTargets[k]; ok && slices.Contains(design.OwnDesigns, d) {
+	if target, ok := fleetTripTargets[k]; ok && slices.Contains(catalog.OwnDesigns, d) {
 		return s.mark("%.2f", e.RoundTripPct, target) + " / " + s.mark("%.2f", u.RoundTripPct, target)
 	}
 	return fmt.Sprintf("%.2f / %.2f", e.RoundTripPct, u.RoundTripPct)
@@ -273,7 +273,7 @@ func (s section) fleetRejected(d string, k int) string {
 	worst := fmt.Sprintf(" [%.3f]", math.Max(e.WorstWindowX, u.WorstWindowX))
 	ce, okCE := s.t[fleetCell("central-log", k, refHonest, sim.Even)]
 	cu, okCU := s.t[fleetCell("central-log", k, refHonest, sim.Uneven)]
-	if !slices.Contains(design.OwnDesigns, d) || !okCE || !okCU {
+	if !slices.Contains(catalog.OwnDesigns, d) || !okCE || !okCU {
 		return fmt.Sprintf("%.3f / %.3f", e.RejectedPct, u.RejectedPct) + worst
 	}
 	return s.mark("%.3f", e.RejectedPct, ce.RejectedPct+targetRejectedPP) + " / " +
@@ -287,7 +287,7 @@ func (s section) fleetFloods(designs []string) {
 		"admitted_x ≤ %.2f and worst_window_x ≤ %.2f.\n\n", targetAdmittedX, targetWorstX)
 	var tbl [][]string
 	for _, d := range designs {
-		own := slices.Contains(design.OwnDesigns, d)
+		own := slices.Contains(catalog.OwnDesigns, d)
 		for _, k := range FleetGateways {
 			row := []string{d, fmt.Sprint(k)}
 			for _, tr := range FleetFloods {

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
@@ -92,7 +92,7 @@ func traffic(s string) sim.Traffic {
 // GridDesigns are the designs the honest, flood and busy parts run: the
 // study's seven and fleetlimit's own.
 func GridDesigns() []string {
-	return append(slices.Clone(design.StudyDesigns), design.OwnDesigns...)
+	return append(slices.Clone(catalog.StudyDesigns), catalog.OwnDesigns...)
 }
 
 // Grid returns the full default grid, in a fixed order.
@@ -178,11 +178,11 @@ const (
 
 // BeyondDesigns are the designs the beyond part runs: every registered
 // design that counts in a sliding window, so that a design added later takes
-// part, but the peers' (design.Info.Peer), which the peers part runs.
+// part, but the peers' (catalog.Info.Peer), which the peers part runs.
 func BeyondDesigns() []string {
 	var out []string
-	for _, n := range design.Sliding() {
-		if info, _ := design.Lookup(n); !info.Peer {
+	for _, n := range catalog.Sliding() {
+		if info, _ := catalog.Lookup(n); !info.Peer {
 			out = append(out, n)
 		}
 	}
@@ -320,7 +320,7 @@ func ParseFilter(s string) (Filter, error) {
 func checkFilterValue(key, v string) error {
 	switch key {
 	case "design":
-		if _, err := design.Lookup(v); err != nil {
+		if _, err := catalog.Lookup(v); err != nil {
 			return fmt.Errorf("filter: %w", err)
 		}
 	case "k", "limit", "seed":
@@ -397,7 +397,7 @@ func ExpectedRequests(p sim.Params) float64 {
 // that schedules only the syncs that matter (a quiet key, the simulator's
 // lazy mode): a request, with the two or so syncs it makes real.
 // central-log's every request asks the store. A design whose syncs are
-// seldom quiet (design.Info.BusySyncs, permit) performs each, at the cost
+// seldom quiet (catalog.Info.BusySyncs, permit) performs each, at the cost
 // of ranking its slots (measured 2026-12-05: 165 ns a sync on a quiet key
 // of 32 gateways, Δ = 0.1 s).
 const (
@@ -420,7 +420,7 @@ func runCost(p sim.Params) float64 {
 		lazyBelow = 0.5
 	}
 	requests := ExpectedRequests(p)
-	info, _ := design.Lookup(p.Design)
+	info, _ := catalog.Lookup(p.Design)
 	eager := requests/syncs >= lazyBelow || info.BusySyncs
 	var c float64
 	for _, t := range p.Mix() {

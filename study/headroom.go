@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
@@ -77,7 +77,7 @@ func (s section) honestExcess(d string, k int, sync time.Duration) (float64, boo
 // against the targets they were built to, then every design on them.
 func (s section) headroom() {
 	any := false
-	for _, d := range design.OwnDesigns {
+	for _, d := range catalog.OwnDesigns {
 		if slices.Contains(s.designs, d) {
 			s.targets(d)
 			any = true

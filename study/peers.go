@@ -9,7 +9,7 @@ import (
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
-// PartPeers runs the peers' algorithms (design.Info.Peer, and caddy-
+// PartPeers runs the peers' algorithms (catalog.Info.Peer, and caddy-
 // distributed) beside three of the study's designs and headroom, under the
 // study's floods and honest traffic (K = 8): each at its default settings
 // and at the settings that match the study's Δ = 1 s.

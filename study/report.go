@@ -15,8 +15,8 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 
-	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
@@ -517,7 +517,7 @@ func presentDesigns(rows []Row) []string {
 		}
 	}
 	var out []string
-	for _, d := range design.Names() {
+	for _, d := range catalog.Names() {
 		if have[d] {
 			out = append(out, d)
 		}

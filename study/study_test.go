@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -30,7 +30,7 @@ func TestGridRunCount(t *testing.T) {
 	// the study's seven and fleetlimit's own, and one more design beyond
 	// the grid in the parts past the study.
 	n := len(GridDesigns())
-	if n != len(design.StudyDesigns)+len(design.OwnDesigns) {
+	if n != len(catalog.StudyDesigns)+len(catalog.OwnDesigns) {
 		t.Fatalf("%d grid designs", n)
 	}
 	want := map[string]int{

@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 )
 
 func grid(t *testing.T) []sim.Params {
 	var ps []sim.Params
-	for _, name := range design.StudyDesigns {
+	for _, name := range catalog.StudyDesigns {
 		for _, tr := range []string{"steady:0.8", "pageload:0.8", "flood:30"} {
 			for seed := uint64(1); seed <= 3; seed++ {
 				p := sim.Defaults()

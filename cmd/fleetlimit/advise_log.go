@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fleetlimit/fleetlimit/accesslog"
-	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/replay"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/study"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -133,7 +133,7 @@ func (al *adviseLog) replayOnce(af *adviseFlags, k int, sync time.Duration) (rep
 // candidate, keeping the worst over K. A design that never syncs is one
 // candidate whatever Δ.
 func addLogCandidate(by map[string]*study.Candidate, order *[]string, d string, sync time.Duration, rep replay.Report) {
-	info, _ := design.Lookup(d)
+	info, _ := catalog.Lookup(d)
 	id, text := d+"@"+sync.String(), sync.String()
 	if info.NoSync {
 		id, text = d, ""

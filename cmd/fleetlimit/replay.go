@@ -18,9 +18,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fleetlimit/fleetlimit/accesslog"
-	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/replay"
 	"github.com/fleetlimit/fleetlimit/rls"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/window"
 )
 
@@ -176,13 +176,13 @@ func (rf *replayFlags) routingOf(lo *accesslog.Options, ro *replay.Options) erro
 func (rf *replayFlags) designList(kind window.Kind) ([]string, error) {
 	if rf.designs == "" {
 		if kind == window.Fixed {
-			return design.Names(), nil
+			return catalog.Names(), nil
 		}
-		return design.Sliding(), nil
+		return catalog.Sliding(), nil
 	}
 	var out []string
 	for _, d := range strings.Split(rf.designs, ",") {
-		if _, err := design.Lookup(strings.TrimSpace(d)); err != nil {
+		if _, err := catalog.Lookup(strings.TrimSpace(d)); err != nil {
 			return nil, usageError{err}
 		}
 		out = append(out, strings.TrimSpace(d))

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 )
 
@@ -60,15 +62,19 @@ fleetlimit:
 func TestServeFleetEndToEnd(t *testing.T) {
 	for _, d := range []struct {
 		name  string
-		slack int
-	}{{"lease-ask", 0}, {"headroom", 2 * 3}, {"permit", 5}} {
+		slack func(limit int) int
+	}{
+		{"lease-ask", func(int) int { return 0 }},
+		{"headroom", func(int) int { return 2 * 3 }},
+		{"permit", func(limit int) int { return int(math.Floor(design.PermitTolerance * float64(limit))) }},
+	} {
 		t.Run(d.name, func(t *testing.T) { serveFleet(t, d.name, d.slack) })
 	}
 }
 
-// serveFleet is TestServeFleetEndToEnd for one design, which may pass the
-// limit by slack.
-func serveFleet(t *testing.T, design string, slack int) {
+// serveFleet is TestServeFleetEndToEnd for one design, which may pass a
+// limit L by slack(L).
+func serveFleet(t *testing.T, design string, slack func(limit int) int) {
 	srv := redistest.Start(t)
 	cfgPath := filepath.Join(t.TempDir(), "limits.yaml")
 	writeCfg := func(limit int) {
@@ -122,8 +128,8 @@ func serveFleet(t *testing.T, design string, slack int) {
 
 	admitted, ok, over := drive(300)
 	t.Logf("limit 50 an hour: %d of 300 admitted by the fleet", admitted)
-	if admitted > 50+slack || admitted < 40 {
-		t.Fatalf("%s fleet admitted %d with a limit of 50 (want at most %d, and most of it used)", design, admitted, 50+slack)
+	if admitted > 50+slack(50) || admitted < 40 {
+		t.Fatalf("%s fleet admitted %d with a limit of 50 (want at most %d, and most of it used)", design, admitted, 50+slack(50))
 	}
 	if ok == nil || over == nil {
 		t.Fatal("no OK or no OVER_LIMIT response")
@@ -165,7 +171,7 @@ func serveFleet(t *testing.T, design string, slack int) {
 	before := admitted
 	admitted, _, _ = drive(300)
 	t.Logf("after the reload to 80 an hour: %d more of 300 admitted", admitted)
-	if before+admitted > 80+slack || before+admitted < 64 {
+	if before+admitted > 80+slack(80) || before+admitted < 64 {
 		t.Fatalf("after the reload the fleet admitted %d more, %d in all with a limit of 80", admitted, before+admitted)
 	}
 

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/sweep"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -40,7 +40,7 @@ func newSimCmd() *cobra.Command {
 L requests per window W for one key, syncing with the embedded store every Δ,
 under honest or flood traffic. A run is fully determined by its flags and seed.
 
-Designs: ` + fmt.Sprint(design.Names()) + `
+Designs: ` + fmt.Sprint(catalog.Names()) + `
 Traffic: steady:F (honest Poisson at F x L/W), pageload:F (bursts of 10 over 1s),
          flood:M (attacker at M x L/W); each optionally followed by
          @N    sent to N of the K gateways only (chosen from the seed): an

@@ -19,15 +19,16 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/fleetlimit/fleetlimit/design"
-	"github.com/fleetlimit/fleetlimit/httpmw"
 	"github.com/fleetlimit/fleetlimit/limiter"
+	"github.com/fleetlimit/fleetlimit/policy"
 )
 
 func init() {
@@ -72,7 +73,7 @@ type Zone struct {
 	Limit int `json:"limit"`
 	// Window is W.
 	Window caddy.Duration `json:"window"`
-	// Design is the coordination design; default design.Default (permit).
+	// Design is the coordination design; default limiter.DefaultDesign (permit).
 	Design string `json:"design,omitempty"`
 	// Sync is Δ, the sync interval; default 1s.
 	Sync caddy.Duration `json:"sync,omitempty"`
@@ -141,8 +142,8 @@ func (z *Zone) validate() error {
 		return fmt.Errorf("sync %v: want a positive duration", time.Duration(z.Sync))
 	}
 	if z.Design != "" {
-		if _, err := design.Lookup(z.Design); err != nil {
-			return fmt.Errorf("design: %w", err)
+		if !slices.Contains(limiter.Designs(), z.Design) {
+			return fmt.Errorf("design: unknown design %q: want one of %s", z.Design, strings.Join(limiter.Designs(), ", "))
 		}
 	}
 	return nil
@@ -230,7 +231,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		if repl != nil {
 			key = repl.ReplaceAll(zs.key, "")
 		}
-		d := zs.lim.Allow(r.Context(), key)
+		d, err := zs.lim.Allow(r.Context(), key)
+		if err != nil {
+			return caddyhttp.Error(http.StatusInternalServerError, err)
+		}
 		switch h.Headers {
 		case "", "draft":
 			setDraft(w.Header(), zs.name, d)
@@ -258,8 +262,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 
 // setDraft adds a zone's items to the draft's two fields.
 func setDraft(h http.Header, zone string, d limiter.Decision) {
-	h.Add("RateLimit-Policy", httpmw.PolicyField(zone, uint64(d.Limit), int64((d.Window+time.Second-1)/time.Second)))
-	h.Add("RateLimit", httpmw.LimitField(zone, uint64(max(d.Remaining, 0)), int64((d.Reset+time.Second-1)/time.Second)))
+	h.Add("RateLimit-Policy", policy.PolicyField(zone, uint64(d.Limit), int64((d.Window+time.Second-1)/time.Second)))
+	h.Add("RateLimit", policy.LimitField(zone, uint64(max(d.Remaining, 0)), int64((d.Reset+time.Second-1)/time.Second)))
 }
 
 // setLegacy sets the legacy trio of one decision.
@@ -294,7 +298,7 @@ func (h *Handler) newLimiter(ctx caddy.Context, name string, z *Zone) (*pooled, 
 		Gateways: h.Gateways, Gateway: h.Gateway, Membership: h.Membership, Timeout: time.Duration(h.Timeout),
 		Logger: ctx.Slogger().With("zone", name)}
 	if cfg.Design == "" {
-		cfg.Design = design.Default
+		cfg.Design = limiter.DefaultDesign
 	}
 	p := &pooled{}
 	if h.Redis != nil {

@@ -24,7 +24,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/grpcmw"
 	"github.com/fleetlimit/fleetlimit/limiter"
 	"github.com/fleetlimit/fleetlimit/store"
@@ -33,7 +32,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8091", "listen address (or, with -call, the server's)")
-	designName := flag.String("design", design.Default, "coordination design")
+	designName := flag.String("design", limiter.DefaultDesign, "coordination design")
 	limit := flag.Int("limit", 3, "calls per window per x-api-key")
 	window := flag.Duration("window", time.Minute, "window")
 	sync := flag.Duration("sync", time.Second, "sync interval")
@@ -88,8 +87,11 @@ func server(addr string, l *limiter.Limiter) error {
 		return err
 	}
 	opt := grpcmw.Options{Key: grpcmw.Metadata("x-api-key")}
-	s := grpc.NewServer(grpc.UnaryInterceptor(grpcmw.UnaryServerInterceptor(l, opt)),
-		grpc.StreamInterceptor(grpcmw.StreamServerInterceptor(l, opt)))
+	limits, err := grpcmw.ServerOptions(l, opt)
+	if err != nil {
+		return err
+	}
+	s := grpc.NewServer(limits...)
 	testpb.RegisterTestServiceServer(s, service{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

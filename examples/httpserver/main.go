@@ -16,7 +16,6 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
 	"github.com/fleetlimit/fleetlimit/httpmw"
 	"github.com/fleetlimit/fleetlimit/limiter"
 	"github.com/fleetlimit/fleetlimit/store"
@@ -25,7 +24,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8090", "listen address")
-	designName := flag.String("design", design.Default, "coordination design")
+	designName := flag.String("design", limiter.DefaultDesign, "coordination design")
 	limit := flag.Int("limit", 100, "requests per window per API key")
 	window := flag.Duration("window", time.Minute, "window")
 	sync := flag.Duration("sync", time.Second, "sync interval")
@@ -50,7 +49,12 @@ func main() {
 		os.Exit(2)
 	}
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
-	srv := &http.Server{Addr: *addr, Handler: httpmw.New(l, httpmw.Options{Key: httpmw.Header("X-API-Key")})(api)}
+	mw, err := httpmw.New(l, httpmw.Options{Key: httpmw.Header("X-API-Key")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	srv := &http.Server{Addr: *addr, Handler: mw(api)}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	go func() {

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -23,30 +24,45 @@ var Layers = map[string][]string{
 	"store/memstore":            {"store", "window"},
 	"store/redisstore":          {"store", "window"},
 	"store/storetest":           {"store", "window"},
-	"design":                    {"store", "window"},
-	"sim":                       {"design", "store", "store/memstore", "window"},
+	"internal/design":           {"store", "window"},
+	"limiter":                   {"internal/design", "store", "store/memstore", "window"},
+	"policy":                    {"limiter"},
+	"httpmw":                    {"limiter", "policy"},
+	"grpcmw":                    {"limiter", "policy"},
+	"rls":                       {"internal/design", "limiter", "policy", "store", "window"},
+	"contrib/caddy":             {"limiter", "policy", "store/redisstore"},
+	"contrib/caddy/cmd/caddy":   {"contrib/caddy"},
+	"sim/catalog":               {"internal/design", "store", "window"},
+	"sim":                       {"internal/design", "sim/catalog", "store", "store/memstore", "window"},
 	"sweep":                     {"sim"},
-	"study":                     {"design", "sim", "sweep", "window"},
-	"limiter":                   {"design", "store", "store/memstore", "window"},
-	"httpmw":                    {"limiter"},
-	"grpcmw":                    {"httpmw", "limiter"},
-	"explore":                   {"design", "sim"},
+	"study":                     {"internal/design", "sim", "sim/catalog", "sweep", "window"},
+	"explore":                   {"sim", "sim/catalog"},
 	"accesslog":                 nil,
-	"replay":                    {"accesslog", "design", "sim", "store", "store/memstore", "window"},
+	"replay":                    {"accesslog", "internal/design", "sim", "sim/catalog", "store", "store/memstore", "window"},
 	"scripts/accesslog-gen":     nil,
 	"scripts/roundtrip-bound":   {"sim", "study"},
-	"contrib/caddy":             {"design", "httpmw", "limiter", "store/redisstore"},
-	"contrib/caddy/cmd/caddy":   {"contrib/caddy"},
-	"rls":                       {"design", "httpmw", "limiter", "store", "window"},
 	"loadgen":                   nil,
 	"internal/purity":           nil,
 	"internal/redistest":        nil,
 	"internal/simtest":          {"sim"},
 	"internal/slowproxy":        nil,
 	"scripts/sidebyside":        {"loadgen"},
-	"scripts/headroom-frontier": {"design", "sim"},
-	"scripts/permit-frontier":   {"design", "sim"},
+	"scripts/headroom-frontier": {"internal/design", "sim", "sim/catalog"},
+	"scripts/permit-frontier":   {"internal/design", "sim", "sim/catalog"},
 }
+
+// Product lists the packages a production user imports: the live designs,
+// the stores, the limiter, the enforcement points. None of them may reach a
+// Lab package, directly or through another (TestProductLeavesTheLabOut
+// reads go list -deps).
+var Product = []string{"window", "store", "store/memstore", "store/redisstore", "internal/design", "limiter", "policy", "httpmw", "grpcmw", "rls"}
+
+// Lab lists the simulator's side: the peers' models and the simulator's
+// hints (sim/catalog), the simulator, the study, replay, the explorer.
+var Lab = []string{"sim", "sim/catalog", "sweep", "study", "replay", "explore"}
+
+// LabModules are modules only the lab may depend on: plots and a browser.
+var LabModules = []string{"gonum.org/v1/plot", "github.com/chromedp/"}
 
 // CheckLayers returns every import in the module's non-test files that
 // Layers does not allow.
@@ -107,4 +123,40 @@ func unlistedPackages(root string) ([]string, error) {
 		return nil
 	})
 	return bad, err
+}
+
+// LabReach returns, for each of pkgs (import paths), every package of the
+// lab or of LabModules among its dependencies, as go list -deps finds them
+// from the module root.
+func LabReach(root string, pkgs []string) ([]string, error) {
+	var bad []string
+	for _, p := range pkgs {
+		cmd := exec.Command("go", "list", "-deps", p)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("go list -deps %s: %w", p, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if labPackage(dep) {
+				bad = append(bad, fmt.Sprintf("%s depends on %s, which is the lab's", p, dep))
+			}
+		}
+	}
+	return bad, nil
+}
+
+// labPackage reports whether an import path is the lab's.
+func labPackage(path string) bool {
+	for _, l := range Lab {
+		if path == Module+"/"+l || strings.HasPrefix(path, Module+"/"+l+"/") {
+			return true
+		}
+	}
+	for _, m := range LabModules {
+		if strings.HasPrefix(path, m) {
+			return true
+		}
+	}
+	return false
 }

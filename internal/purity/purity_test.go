@@ -58,9 +58,30 @@ func TestImportsFollowTheMap(t *testing.T) {
 		t.Error(b)
 	}
 	// The check can fail: design importing the limiter is refused.
-	Layers["design"] = nil
-	defer func() { Layers["design"] = []string{"store", "window"} }()
+	Layers["internal/design"] = nil
+	defer func() { Layers["internal/design"] = []string{"store", "window"} }()
 	if bad, _ := CheckLayers("../.."); len(bad) == 0 {
 		t.Fatal("design imports store, yet a map without it found nothing")
+	}
+}
+
+// No production package reaches the lab, through any chain of imports: the
+// type system, not a run-time check, keeps a peer's model or the
+// simulator's machinery out of a live limiter.
+func TestProductLeavesTheLabOut(t *testing.T) {
+	var pkgs []string
+	for _, p := range Product {
+		pkgs = append(pkgs, Module+"/"+p)
+	}
+	bad, err := LabReach("../..", pkgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Error(b)
+	}
+	// The check can fail: the simulator reaches the lab.
+	if bad, err := LabReach("../..", []string{Module + "/sim"}); err != nil || len(bad) == 0 {
+		t.Fatalf("sim reaches sim/catalog and gonum, yet the check found %v (%v)", bad, err)
 	}
 }

@@ -20,8 +20,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 )
 
 var (
@@ -36,7 +37,7 @@ func main() {
 	tolerances := []float64{0, 0.1, 0.2, 0.32}
 	for _, t := range tolerances {
 		name := fmt.Sprintf("headroom@%g", t)
-		if err := design.Register(design.Info{Name: name, New: func(c design.Config) design.Gateway { return design.NewHeadroom(c, t) }}); err != nil {
+		if err := catalog.Register(catalog.Info{Name: name, New: func(c design.Config) design.Gateway { return design.NewHeadroom(c, t) }}); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -22,8 +22,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 )
 
 // scenario is one row: K gateways, a routing, Δ and an honest traffic.
@@ -57,7 +58,7 @@ func main() {
 	names := []string{"central-log"}
 	for _, r := range reserves {
 		name := fmt.Sprintf("permit@reserve%d", r)
-		err := design.Register(design.Info{Name: name, Leases: true, Spare: true, BusySyncs: true,
+		err := catalog.Register(catalog.Info{Name: name, Leases: true, Spare: true, BusySyncs: true,
 			New: func(c design.Config) design.Gateway { return design.NewPermitReserve(c, design.PermitTolerance, r) }})
 		if err != nil {
 			log.Fatal(err)

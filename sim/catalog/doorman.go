@@ -1,6 +1,7 @@
-package design
+package catalog
 
 import (
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -34,56 +35,58 @@ func init() {
 // own admits in the sliding window are held to its rate. A rate comes only
 // with a refresh: a gateway's first requests wait for its first lease.
 type doorman struct {
-	cfg   Config
+	cfg   design.Config
 	rate  int         // the rate this gateway has, per window
 	own   *window.Log // its admits in the window
 	arr   *window.Log // its arrivals in the window, refused ones too
-	local local
+	local design.Local
 }
 
-func newDoorman(c Config) Gateway {
-	return &doorman{cfg: c, own: window.New(c.Window, c.Limit), arr: window.New(c.Window, 1<<30), local: newLocal(c)}
+func newDoorman(c design.Config) design.Gateway {
+	return &doorman{cfg: c, own: window.New(c.Window, c.Limit), arr: window.New(c.Window, 1<<30), local: design.NewLocal(c)}
 }
 
-func (d *doorman) Decide(now int64, n int) (Verdict, store.Query) {
+func (d *doorman) Decide(now int64, n int) (design.Verdict, store.Query) {
 	return d.Fallback(now, n), store.Query{}
 }
 
-func (d *doorman) Resume(now int64, n int, q store.Query, a store.Answer) Verdict { return Reject }
+func (d *doorman) Resume(now int64, n int, q store.Query, a store.Answer) design.Verdict {
+	return design.Reject
+}
 
 // Fallback is the rule: the lease stands for its length, the store's
 // absence changes nothing.
-func (d *doorman) Fallback(now int64, n int) Verdict {
+func (d *doorman) Fallback(now int64, n int) design.Verdict {
 	d.arr.Add(now, n)
 	if d.own.Count(now)+n > d.rate {
-		return Reject
+		return design.Reject
 	}
 	d.own.Add(now, n)
-	d.local.add(now, n)
-	return Admit
+	d.local.Add(now, n)
+	return design.Admit
 }
 
 // Unadmit takes an admit back.
 func (d *doorman) Unadmit(now int64, n int, q store.Query) {
 	d.own.Unadd(n)
-	d.local.unadd(n)
+	d.local.Unadd(n)
 }
 
-func (d *doorman) Abandon(now int64, n int, q store.Query, fallback bool) Verdict {
-	return abandon(d, &d.local, now, n, q, fallback)
+func (d *doorman) Abandon(now int64, n int, q store.Query, fallback bool) design.Verdict {
+	return design.Abandon(d, &d.local, now, n, q, fallback)
 }
 
 // SyncPush asks for the rate this gateway wants, and pushes its admits.
 func (d *doorman) SyncPush(now int64, p *store.Push) {
 	*p = store.Push{Gateway: d.cfg.Gateway, Ask: max(d.arr.Count(now), 1)}
-	d.local.push(p)
+	d.local.Push(p)
 }
 
 // SyncPull takes the new lease.
 func (d *doorman) SyncPull(now int64, p *store.Pull) {
 	d.rate = p.Granted
-	d.local.pulled(now, p)
-	d.local.settle()
+	d.local.Pulled(now, p)
+	d.local.Settle()
 }
 
 func (d *doorman) Held() int { return 0 }

@@ -1,7 +1,9 @@
-package design
+package catalog
 
 import (
 	"math"
+
+	"github.com/fleetlimit/fleetlimit/internal/design"
 
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/window"
@@ -25,33 +27,34 @@ func init() {
 // are not aged until the next pull, as in Caddy. The fallback, when the
 // store is unreachable, is fleetlimit's remembering rule, as every design's.
 type caddyDist struct {
-	*counter
+	*design.Counter
+	window window.Spec
 	own    *window.Log // own admits in the window, exact
 	others int         // the other gateways' admits at the last pull
 }
 
-func newCaddy(c Config) Gateway {
-	return &caddyDist{counter: newCounter(c, modeShared).(*counter), own: window.New(c.Window, c.Limit)}
+func newCaddy(c design.Config) design.Gateway {
+	return &caddyDist{Counter: design.NewSharedCounter(c), window: c.Window, own: window.New(c.Window, c.Limit)}
 }
 
 // admits is the rule for a request of cost n at now, applied to its last
 // unit.
 func (g *caddyDist) admits(now int64, n int) bool {
-	return g.others+g.own.Count(now)+n-1 < g.cfg.Limit
+	return g.others+g.own.Count(now)+n-1 < g.Limit()
 }
 
-func (g *caddyDist) Decide(now int64, n int) (Verdict, store.Query) {
+func (g *caddyDist) Decide(now int64, n int) (design.Verdict, store.Query) {
 	if !g.admits(now, n) {
-		return Reject, store.Query{}
+		return design.Reject, store.Query{}
 	}
-	g.local.add(now, n)
+	g.Record().Add(now, n)
 	g.own.Add(now, n)
-	return Admit, store.Query{}
+	return design.Admit, store.Query{}
 }
 
 // Unadmit forgets a local admit, in the own log too.
 func (g *caddyDist) Unadmit(now int64, n int, q store.Query) {
-	g.local.unadmit(now, n, q)
+	g.Record().Unadmit(now, n, q)
 	g.own.Unadd(n)
 }
 
@@ -62,27 +65,27 @@ func (g *caddyDist) RefusesUntil(now int64) int64 {
 		return now
 	}
 	if t, ok := g.own.Oldest(); ok {
-		return g.cfg.Window.Reset(now, t)
+		return g.window.Reset(now, t)
 	}
 	return math.MaxInt64
 }
 
 // Fallback is the remembering rule, its admits logged as own.
-func (g *caddyDist) Fallback(now int64, n int) Verdict {
-	v := g.counter.Fallback(now, n)
-	if v == Admit {
+func (g *caddyDist) Fallback(now int64, n int) design.Verdict {
+	v := g.Counter.Fallback(now, n)
+	if v == design.Admit {
 		g.own.Add(now, n)
 	}
 	return v
 }
 
 func (g *caddyDist) SyncPush(now int64, p *store.Push) {
-	g.counter.SyncPush(now, p)
+	g.Counter.SyncPush(now, p)
 	p.WantOwn = true
 }
 
 func (g *caddyDist) SyncPull(now int64, p *store.Pull) {
-	g.counter.SyncPull(now, p)
+	g.Counter.SyncPull(now, p)
 	g.others = max(p.Count-p.Own, 0)
 }
 
@@ -90,14 +93,14 @@ func (g *caddyDist) SyncPull(now int64, p *store.Pull) {
 // leaves the window (0 when there is none and the others have admitted).
 func (g *caddyDist) View(now int64, fallback bool) (int, int64) {
 	if fallback {
-		return g.counter.View(now, true)
+		return g.Counter.View(now, true)
 	}
 	own := g.own.Count(now)
 	var reset int64
 	if t, ok := g.own.Oldest(); ok {
-		reset = g.cfg.Window.Reset(now, t)
+		reset = g.window.Reset(now, t)
 	} else if g.others == 0 {
 		reset = now
 	}
-	return max(g.cfg.Limit-g.others-own, 0), reset
+	return max(g.Limit()-g.others-own, 0), reset
 }

@@ -1,6 +1,8 @@
 package design
 
 import (
+	"math"
+
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -9,7 +11,7 @@ func init() {
 	register(Info{
 		Name:        "central-counter",
 		Summary:     "envoyproxy/ratelimit's algorithm: every request adds to a store counter per fixed window, rejected ones too",
-		NoSync:      true,
+		Central:     true,
 		FixedWindow: true,
 		CheckOnly:   true,
 		SharedIndex: true,
@@ -100,7 +102,7 @@ func (c *centralCounter) Unadmit(now int64, n int, q store.Query) {
 func (c *centralCounter) Held() int { return 0 }
 
 // QuietSyncs: central-counter never needs a sync.
-func (c *centralCounter) QuietSyncs() int { return Forever }
+func (c *centralCounter) QuietSyncs() int { return math.MaxInt }
 
 // Skip does nothing: central-counter keeps no sync state.
 func (c *centralCounter) Skip(n int) {}

@@ -160,39 +160,25 @@ func Sync(g Gateway, now int64, sync func(now int64, p *store.Push, pull *store.
 	g.SyncPull(now, &pull)
 }
 
-// Info describes a registered design.
+// Info describes a design the live limiter can enforce.
 type Info struct {
-	// Name is the design's name in the registry, e.g. "shared-counter".
+	// Name is the design's name, e.g. "permit".
 	Name string
 	// Summary is its rule in one line.
 	Summary string
 	// Caveat, for a design the study shows to be dominated, is what it
 	// measured against it, for a driver to warn of; "" for the others.
 	Caveat string
+	// Central is true for designs whose every decision is the store's
+	// (central-log, central-counter): their syncs carry nothing but the
+	// Fallback's admits, so a driver syncs a key only when it has some.
+	Central bool
 	// Leases is true for designs that hold granted slots (see Gateway.Held).
 	Leases bool
 	// Spare is true for designs that lend slots beyond L
 	// (store.Push.Spare, permit): on Redis they need the exact log, and a
 	// driver refuses them a window in buckets there.
 	Spare bool
-	// NoSync is true for designs whose syncs carry nothing but the
-	// Fallback's admits (central-log): a driver syncs such a gateway only
-	// when it has some to push (Lazy.QuietSyncs is 0). The simulator has
-	// no fallback, so it neither runs nor counts their syncs, and a run's
-	// figures must depend neither on Config.Sync nor on the gateway that
-	// decides (sim.Params.FleetFree).
-	NoSync bool
-	// BusySyncs is true for designs whose gateways sync every interval
-	// while they hold or want anything (permit: for five windows after a
-	// request), so that few of their syncs are quiet (Lazy.QuietSyncs):
-	// the simulator then performs every sync, as looking ahead for the
-	// quiet ones costs more than leaving them out saves.
-	BusySyncs bool
-	// PushOnly is true for designs whose syncs only push their admits and
-	// whose decisions never read a pull (split): a run's decisions must not
-	// depend on Config.Sync, only what the store holds does
-	// (sim.Params.SyncBlind).
-	PushOnly bool
 	// FixedWindow is true for designs that count in fixed windows only
 	// (central-counter): a driver refuses them a sliding window.
 	FixedWindow bool
@@ -211,48 +197,17 @@ type Info struct {
 	// lets floods through (docs/study.md, "Counter windows"); a driver
 	// warns of such a window.
 	FineBuckets bool
-	// LocalState is true for a design whose decisions depend on what the
-	// deciding gateway has seen even though it never syncs (ratelimit-
-	// cache's local cache of over-limit keys): its runs are not free of
-	// the fleet (sim.Params.FleetFree) though it is NoSync.
-	LocalState bool
-	// RateLeases, for a design whose syncs ask for a rate and are granted
-	// one (Doorman's), names the store's algorithm, RateProportional or
-	// RateFair: its store must grant rates (memstore.Key.SetRateLeases),
-	// which only the simulator's does. "" for the others.
-	RateLeases string
-	// Peer is true for another system's algorithm modelled as a design
-	// (Envoy's local rate limit, envoyproxy/ratelimit's local cache): the
-	// study runs it in its peers part, beside its own, and the other parts
-	// leave it out.
-	Peer bool
 	// New builds the design for one gateway from a valid Config.
 	New func(Config) Gateway
 }
 
+// registry holds the designs by name; it is filled by this package's init
+// functions only, and read-only after.
 var registry = map[string]Info{}
 
 func register(i Info) { registry[i.Name] = i }
 
-// Register adds a design written outside this package (or a variant of
-// one, such as NewHeadroom at another tolerance) to the registry: every
-// driver, the study's beyond part and advise then know it by name. It
-// refuses an empty or taken name and a nil New. Call it before any run
-// (from init or main): the registry is not locked.
-func Register(i Info) error {
-	switch _, taken := registry[i.Name]; {
-	case i.Name == "":
-		return fmt.Errorf("design: register: empty name")
-	case taken:
-		return fmt.Errorf("design: register %q: the name is taken", i.Name)
-	case i.New == nil:
-		return fmt.Errorf("design: register %q: New is nil", i.Name)
-	}
-	register(i)
-	return nil
-}
-
-// Lookup returns the design registered under name.
+// Lookup returns the design named name.
 func Lookup(name string) (Info, error) {
 	i, ok := registry[name]
 	if !ok {
@@ -261,67 +216,20 @@ func Lookup(name string) (Info, error) {
 	return i, nil
 }
 
-// Sliding returns the registered designs that count in a sliding window
-// (every one but the fixed-window ones), in Names' order.
-func Sliding() []string {
-	var out []string
-	for _, n := range Names() {
-		if !registry[n].FixedWindow {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// Doorman's algorithms for Info.RateLeases.
-const (
-	RateProportional = "proportional"
-	RateFair         = "fair"
-)
-
-// Peers returns the registered peers' designs (Info.Peer), in Names'
-// order.
-func Peers() []string {
-	var out []string
-	for _, n := range Names() {
-		if registry[n].Peer {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// Names returns the registered design names in the study's order, then
-// OwnDesigns, then the others alphabetically.
+// Names returns the designs' names: Default first, then alphabetically.
 func Names() []string {
-	order := map[string]int{}
-	for i, n := range append(StudyDesigns[:len(StudyDesigns):len(StudyDesigns)], OwnDesigns...) {
-		order[n] = i
-	}
 	names := make([]string, 0, len(registry))
 	for n := range registry {
 		names = append(names, n)
 	}
 	sort.Slice(names, func(a, b int) bool {
-		oa, okA := order[names[a]]
-		ob, okB := order[names[b]]
-		switch {
-		case okA && okB:
-			return oa < ob
-		case okA != okB:
-			return okA
+		if (names[a] == Default) != (names[b] == Default) {
+			return names[a] == Default
 		}
 		return names[a] < names[b]
 	})
 	return names
 }
-
-// StudyDesigns are the seven designs of the study, in its order.
-var StudyDesigns = []string{"central-log", "split", "shared-counter", "extrapolate", "track-share", "lease", "lease-ask"}
-
-// OwnDesigns are fleetlimit's designs beyond the study's, which take part in
-// every part of the study beside them.
-var OwnDesigns = []string{"headroom", "permit"}
 
 // New builds the named design for one gateway.
 func New(name string, c Config) (Gateway, error) {
@@ -334,58 +242,6 @@ func New(name string, c Config) (Gateway, error) {
 	}
 	return i.New(c), nil
 }
-
-// Lazy is implemented by designs whose syncs can be left out, exactly, while
-// they would change nothing. The simulator uses it to skip the syncs of idle
-// gateways; the live limiter to leave quiet keys out of a sync.
-type Lazy interface {
-	// QuietSyncs returns how many of this gateway's next syncs would
-	// change nothing in the store or in the gateway (beyond what Skip
-	// reproduces), provided no request reaches it meanwhile: 0 when the
-	// next sync matters, Forever when none would.
-	QuietSyncs() int
-	// Skip accounts for n quiet syncs that were left out.
-	Skip(n int)
-	// PullsView reports whether a sync refreshes the gateway's view of
-	// the store even when quiet: then the driver must still perform the
-	// last sync before each decision.
-	PullsView() bool
-}
-
-// Refuser is implemented by designs that can tell how long they will go on
-// rejecting, and whose rejections change at most a count of arrivals: a
-// driver may then reject, without calling Decide, every unit request that
-// comes before that time, and tell the design how many it rejected. The
-// simulator uses it to count a flood's sure rejections in bulk.
-type Refuser interface {
-	// RefusesUntil returns a time u such that, if the gateway neither
-	// syncs nor admits meanwhile, Decide(t, 1) rejects for every t in
-	// [now, u) and changes nothing that Refused does not; u <= now when
-	// Decide(now, 1) would not reject.
-	RefusesUntil(now int64) int64
-	// Refused accounts for n unit requests the driver rejected in such a
-	// time without calling Decide: it does what their Decide calls would
-	// have done.
-	Refused(n int)
-	// CountsRefusals reports whether Refused does anything: when not, a
-	// driver need not know which gateway a refused request reached.
-	CountsRefusals() bool
-}
-
-// QuietWhenFull is implemented by lease designs whose syncs, while the store
-// has no room left (its admits in the window and the slots outstanding make
-// the limit), would only hand back and regrant the same slots. The
-// simulator uses it to skip the syncs of idle gateways in a contended fleet.
-type QuietWhenFull interface {
-	// QuietWhenFull returns how many of this gateway's next syncs would
-	// change nothing beyond what Lazy.Skip reproduces, provided no
-	// request reaches it meanwhile and the store has no room at each:
-	// 0 when the next one matters, Forever when none would.
-	QuietWhenFull() int
-}
-
-// Forever is QuietSyncs' answer when no upcoming sync matters.
-const Forever = int(^uint(0) >> 1)
 
 // Forgetful is implemented by designs that tell, from the key's life in the
 // store's answers (store.Pull.Gen), that the store lost the key less than a

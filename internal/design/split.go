@@ -4,10 +4,9 @@ import "github.com/fleetlimit/fleetlimit/store"
 
 func init() {
 	register(Info{
-		Name:     "split",
-		Summary:  "no sharing: each gateway admits up to L/K per window on its own",
-		PushOnly: true,
-		New:      func(c Config) Gateway { return &split{gw: c.Gateway, local: newLocal(c)} },
+		Name:    "split",
+		Summary: "no sharing: each gateway admits up to L/K per window on its own",
+		New:     func(c Config) Gateway { return &split{gw: c.Gateway, local: newLocal(c)} },
 	})
 }
 

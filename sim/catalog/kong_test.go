@@ -1,8 +1,10 @@
-package design
+package catalog
 
 import (
 	"testing"
 	"time"
+
+	"github.com/fleetlimit/fleetlimit/internal/design"
 
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -15,14 +17,14 @@ import (
 // indefinitely", and "if the client reduces the number of requests, then
 // you get the response 200 again".
 func TestKongSlidingWindowAsKongSaysIt(t *testing.T) {
-	c := Config{Limit: 10, Window: window.Spec{Size: time.Minute, Kind: window.Fixed}, Gateways: 1, Sync: time.Second}
+	c := design.Config{Limit: 10, Window: window.Spec{Size: time.Minute, Kind: window.Fixed}, Gateways: 1, Sync: time.Second}
 	info, _ := Lookup("kong-local")
 	g := info.New(c)
 	sec := int64(time.Second)
 	admitted := func(from, to, every int64) int {
 		n := 0
 		for at := from; at < to; at += every {
-			if v, _ := g.Decide(at*sec, 1); v == Admit {
+			if v, _ := g.Decide(at*sec, 1); v == design.Admit {
 				n++
 			}
 		}

@@ -124,11 +124,11 @@ func (a *arrivals) clearFrom(i, n int) int {
 }
 
 // emptyAhead is how many of the next closes drop only empty intervals from
-// the window (so leave the mean unchanged when they are empty too): Forever
+// the window (so leave the mean unchanged when they are empty too): math.MaxInt
 // when nothing is counted, 0 when buckets are shared (no cheap count).
 func (a *arrivals) emptyAhead() int {
 	if a.sum == 0 {
-		return Forever
+		return math.MaxInt
 	}
 	if a.span > 1 {
 		return 0

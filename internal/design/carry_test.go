@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
 	"github.com/fleetlimit/fleetlimit/window"

@@ -4,7 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
+	"github.com/fleetlimit/fleetlimit/sim/catalog"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
 	"github.com/fleetlimit/fleetlimit/window"
@@ -43,7 +44,7 @@ func (tl timeline) run(t *testing.T) {
 	key := memstore.NewKey(tl.limit, spec)
 	gws := make([]design.Gateway, tl.k)
 	for i := range gws {
-		g, err := design.New(tl.design, design.Config{Limit: tl.limit, Window: spec, Gateways: tl.k, Gateway: i, Sync: tl.sync})
+		g, err := catalog.New(tl.design, design.Config{Limit: tl.limit, Window: spec, Gateways: tl.k, Gateway: i, Sync: tl.sync})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,10 @@
-package design
+package catalog
 
 import (
 	"testing"
 	"time"
+
+	"github.com/fleetlimit/fleetlimit/internal/design"
 
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
@@ -20,28 +22,28 @@ func TestGubernatorGlobalAsItsDocsSay(t *testing.T) {
 	spec := window.Spec{Size: time.Minute, Kind: window.Fixed}
 	key := memstore.NewKey(5, spec)
 	info, _ := Lookup("gubernator-global")
-	mk := func(g int) Gateway {
-		return info.New(Config{Limit: 5, Window: spec, Gateways: 2, Gateway: g, Sync: time.Second})
+	mk := func(g int) design.Gateway {
+		return info.New(design.Config{Limit: 5, Window: spec, Gateways: 2, Gateway: g, Sync: time.Second})
 	}
 	owner, peer := mk(0), mk(1)
-	sync := func(g Gateway, at int64) {
-		Sync(g, at, func(now int64, p *store.Push, pull *store.Pull) { key.SyncTo(now, p, pull) })
+	sync := func(g design.Gateway, at int64) {
+		design.Sync(g, at, func(now int64, p *store.Push, pull *store.Pull) { key.SyncTo(now, p, pull) })
 	}
 	ms := int64(time.Millisecond)
 	sync(peer, 1*ms) // the owner's first word: nothing counted
-	decide := func(g Gateway, at int64) Verdict {
+	decide := func(g design.Gateway, at int64) design.Verdict {
 		v, q := g.Decide(at, 1)
-		if v == Ask {
+		if v == design.Ask {
 			v = g.Resume(at, 1, q, key.Answer(at, 0, q))
 		}
 		return v
 	}
 	admitted := 0
 	for i := range 6 {
-		if decide(owner, int64(10+i)*ms) == Admit {
+		if decide(owner, int64(10+i)*ms) == design.Admit {
 			admitted++
 		}
-		if decide(peer, int64(10+i)*ms) == Admit {
+		if decide(peer, int64(10+i)*ms) == design.Admit {
 			admitted++
 		}
 	}
@@ -49,7 +51,7 @@ func TestGubernatorGlobalAsItsDocsSay(t *testing.T) {
 		t.Fatalf("before the peer's hits reach the owner: %d admitted, want 5 at each", admitted)
 	}
 	sync(peer, 1000*ms) // the hits go to the owner, and its count comes back
-	if decide(peer, 1001*ms) != Reject || decide(owner, 1001*ms) != Reject {
+	if decide(peer, 1001*ms) != design.Reject || decide(owner, 1001*ms) != design.Reject {
 		t.Fatal("after the update, a request was admitted over the limit")
 	}
 }

@@ -20,12 +20,11 @@ func init() {
 		New:     func(c Config) Gateway { return newLease(c, true) },
 	})
 	register(Info{
-		Name:      "permit",
-		Summary:   "lease slots where arrivals are likely, lent beyond L by a tolerance while the key is calm; ask the store's central check beyond them",
-		Leases:    true,
-		Spare:     true,
-		BusySyncs: true,
-		New:       func(c Config) Gateway { return NewPermit(c, PermitTolerance) },
+		Name:    "permit",
+		Summary: "lease slots where arrivals are likely, lent beyond L by a tolerance while the key is calm; ask the store's central check beyond them",
+		Leases:  true,
+		Spare:   true,
+		New:     func(c Config) Gateway { return NewPermit(c, PermitTolerance) },
 	})
 }
 
@@ -433,13 +432,13 @@ func (l *lease) QuietSyncs() int {
 	}
 	if l.permit {
 		if l.grant == 0 && l.want() == 0 && l.refused == 0 {
-			return Forever // nothing arrived in the window: it asks for nothing, and holds nothing
+			return math.MaxInt // nothing arrived in the window: it asks for nothing, and holds nothing
 		}
 		return 0 // a regrant depends on whether the key is contended
 	}
 	if l.ask {
 		if l.grant == 0 {
-			return Forever
+			return math.MaxInt
 		}
 		return 0
 	}

@@ -1,11 +1,10 @@
 package design_test
 
 import (
-	"slices"
 	"testing"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -17,7 +16,7 @@ import (
 // from the last window's arrivals). round-trips/op is the share of
 // decisions that asked the store.
 func BenchmarkDecide(b *testing.B) {
-	for _, name := range slices.Concat(design.StudyDesigns, design.OwnDesigns) {
+	for _, name := range slidingDesigns() {
 		b.Run(name, func(b *testing.B) {
 			spec := window.Spec{Size: time.Second}
 			c := design.Config{Limit: 1e9, Window: spec, Gateways: 8, Sync: time.Millisecond}

@@ -1,6 +1,10 @@
-package design
+package catalog
 
-import "github.com/fleetlimit/fleetlimit/store"
+import (
+	"github.com/fleetlimit/fleetlimit/internal/design"
+	"github.com/fleetlimit/fleetlimit/store"
+	"github.com/fleetlimit/fleetlimit/window"
+)
 
 func init() {
 	register(Info{
@@ -12,7 +16,9 @@ func init() {
 		SharedIndex: true,
 		LocalState:  true,
 		Peer:        true,
-		New:         func(c Config) Gateway { return &ratelimitCache{centralCounter: newCentralCounter(c).(*centralCounter)} },
+		New: func(c design.Config) design.Gateway {
+			return &ratelimitCache{CentralCounter: design.NewCentralCounter(c), spec: window.Spec{Size: c.Window.Size, Kind: window.Fixed}}
+		},
 	})
 }
 
@@ -26,22 +32,23 @@ func init() {
 // that goes over in a window asks the store no more until that window ends.
 // The cache's size bound is left out: every over-limit key stays cached.
 type ratelimitCache struct {
-	*centralCounter
-	overUntil int64 // the end of the window the store last said was over
+	*design.CentralCounter
+	spec      window.Spec // the counter's: fixed windows of W
+	overUntil int64       // the end of the window the store last said was over
 }
 
 // Decide refuses a key in the cache locally; otherwise asks the counter.
-func (c *ratelimitCache) Decide(now int64, n int) (Verdict, store.Query) {
+func (c *ratelimitCache) Decide(now int64, n int) (design.Verdict, store.Query) {
 	if now < c.overUntil {
-		return Reject, store.Query{}
+		return design.Reject, store.Query{}
 	}
-	return c.centralCounter.Decide(now, n)
+	return c.CentralCounter.Decide(now, n)
 }
 
 // Resume caches a key the counter says is over until its window's end.
-func (c *ratelimitCache) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
-	v := c.centralCounter.Resume(now, n, q, a)
-	if v == Reject {
+func (c *ratelimitCache) Resume(now int64, n int, q store.Query, a store.Answer) design.Verdict {
+	v := c.CentralCounter.Resume(now, n, q, a)
+	if v == design.Reject {
 		c.overUntil = c.spec.Lo(now) + int64(c.spec.Size)
 	}
 	return v
@@ -52,5 +59,5 @@ func (c *ratelimitCache) View(now int64, fallback bool) (int, int64) {
 	if !fallback && now < c.overUntil {
 		return 0, c.overUntil
 	}
-	return c.centralCounter.View(now, fallback)
+	return c.CentralCounter.View(now, fallback)
 }

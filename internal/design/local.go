@@ -1,6 +1,8 @@
 package design
 
 import (
+	"math"
+
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -334,7 +336,7 @@ func (l *local) quietSyncs() int {
 	if l.unsynced() || l.waiting() {
 		return 0
 	}
-	return Forever
+	return math.MaxInt
 }
 
 // age forgets what has left the window at now and returns the index of the

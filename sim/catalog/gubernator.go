@@ -1,6 +1,8 @@
-package design
+package catalog
 
-var _ Gateway = (*gubernator)(nil)
+import "github.com/fleetlimit/fleetlimit/internal/design"
+
+var _ design.Gateway = (*gubernator)(nil)
 
 func init() {
 	register(Info{
@@ -27,12 +29,12 @@ func init() {
 // bucket refills whole when its duration has passed since the key was made;
 // here the windows are the store's fixed ones. A request over the limit
 // takes nothing, as gubernator's OVER_LIMIT leaves the bucket as it was.
-func newGubernator(c Config) Gateway {
+func newGubernator(c design.Config) design.Gateway {
 	g := &gubernator{}
 	if c.Gateway == 0 {
-		g.Gateway = newCentralLog(c)
+		g.Gateway = design.NewCentralLog(c)
 	} else {
-		g.Gateway = newCounter(c, modeShared)
+		g.Gateway = design.NewSharedCounter(c)
 	}
 	return g
 }
@@ -41,4 +43,4 @@ func newGubernator(c Config) Gateway {
 // driver that tells designs apart by type (the simulator's lazy and
 // skipping modes, which read the first gateway's) sees one design; it
 // leaves those modes out (it is not Lazy), and every sync is performed.
-type gubernator struct{ Gateway }
+type gubernator struct{ design.Gateway }

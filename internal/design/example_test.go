@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fleetlimit/fleetlimit/design"
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
 	"github.com/fleetlimit/fleetlimit/window"
@@ -38,21 +38,6 @@ func Example() {
 	// t=1ms gateway 0: admit
 	// t=2ms gateway 1: admit
 	// after the sync, gateway 1: reject (the store holds 3)
-}
-
-// A headroom gateway at another tolerance, registered under a name of its
-// own so that the simulator, the study's beyond part and advise know it.
-func ExampleRegister() {
-	err := design.Register(design.Info{
-		Name:    "headroom-strict",
-		Summary: "headroom that never lets a quiet gateway admit beyond its share",
-		New:     func(c design.Config) design.Gateway { return design.NewHeadroom(c, 0) },
-	})
-	fmt.Println(err)
-	fmt.Println(design.Register(design.Info{Name: "headroom-strict", New: func(c design.Config) design.Gateway { return nil }}))
-	// Output:
-	// <nil>
-	// design: register "headroom-strict": the name is taken
 }
 
 // headroom asks the store until it knows the key, then admits locally within

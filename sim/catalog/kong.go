@@ -1,6 +1,7 @@
-package design
+package catalog
 
 import (
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/store"
 )
 
@@ -15,7 +16,7 @@ func init() {
 	} {
 		register(Info{Name: k.name, Summary: k.summary, FixedWindow: true, Peer: true, NoSync: k.mode != kongSync,
 			LocalState: k.mode != kongSync, SharedIndex: k.mode == kongSync0,
-			New: func(c Config) Gateway { return newKong(c, k.mode) }})
+			New: func(c design.Config) design.Gateway { return newKong(c, k.mode) }})
 	}
 }
 
@@ -47,7 +48,7 @@ const (
 // model may miss what other nodes counted in the last sync interval before
 // the boundary).
 type kong struct {
-	cfg  Config
+	cfg  design.Config
 	mode kongMode
 	w    int64
 	// the window of cur, the cluster's count of it at the last sync (or
@@ -64,7 +65,7 @@ type kong struct {
 	pushN         [2]int
 }
 
-func newKong(c Config, m kongMode) Gateway {
+func newKong(c design.Config, m kongMode) design.Gateway {
 	return &kong{cfg: c, mode: m, w: int64(c.Window.Size)}
 }
 
@@ -89,16 +90,16 @@ func (k *kong) estimate(now int64) float64 {
 }
 
 // hit counts n requests at now and says whether they are admitted.
-func (k *kong) hit(now int64, n int) Verdict {
+func (k *kong) hit(now int64, n int) design.Verdict {
 	ok := k.estimate(now)+float64(n) <= float64(k.cfg.Limit)
 	k.curOwn += n // counted, admitted or not
 	if ok {
-		return Admit
+		return design.Admit
 	}
-	return Reject
+	return design.Reject
 }
 
-func (k *kong) Decide(now int64, n int) (Verdict, store.Query) {
+func (k *kong) Decide(now int64, n int) (design.Verdict, store.Query) {
 	k.roll(now)
 	if k.mode != kongSync0 {
 		return k.hit(now, n), store.Query{}
@@ -106,17 +107,17 @@ func (k *kong) Decide(now int64, n int) (Verdict, store.Query) {
 	// the request's count goes to the store with the read
 	k.carryT[0], k.carryN[0] = now, n
 	k.carry = store.Push{Gateway: k.cfg.Gateway, Admits: k.carryT[:], Counts: k.carryN[:]}
-	return Ask, store.Query{Kind: store.QueryCentral, N: 0, Carry: &k.carry}
+	return design.Ask, store.Query{Kind: store.QueryCentral, N: 0, Carry: &k.carry}
 }
 
 // Resume decides on the store's count, this request's included.
-func (k *kong) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
+func (k *kong) Resume(now int64, n int, q store.Query, a store.Answer) design.Verdict {
 	k.cur, k.curOwn = a.Count-n, 0
 	return k.hit(now, n)
 }
 
 // Fallback decides on what the node knows.
-func (k *kong) Fallback(now int64, n int) Verdict {
+func (k *kong) Fallback(now int64, n int) design.Verdict {
 	k.roll(now)
 	return k.hit(now, n)
 }
@@ -124,10 +125,10 @@ func (k *kong) Fallback(now int64, n int) Verdict {
 // Unadmit: the request stays counted, as every refused one is.
 func (k *kong) Unadmit(now int64, n int, q store.Query) {}
 
-func (k *kong) Abandon(now int64, n int, q store.Query, fallback bool) Verdict {
+func (k *kong) Abandon(now int64, n int, q store.Query, fallback bool) design.Verdict {
 	if !fallback {
 		k.curOwn += n
-		return Reject
+		return design.Reject
 	}
 	return k.Fallback(now, n)
 }

@@ -1,8 +1,10 @@
-package design
+package catalog
 
 import (
 	"testing"
 	"time"
+
+	"github.com/fleetlimit/fleetlimit/internal/design"
 
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -12,13 +14,13 @@ import (
 // initially contains"; "during each fill interval tokens_per_fill are added
 // to the bucket"; it "will never contain more than max_tokens tokens".
 func TestEnvoyLocalTokenBucket(t *testing.T) {
-	c := Config{Limit: 6, Window: window.Spec{Size: time.Second}, Gateways: 2, Gateway: 0, Sync: time.Second}
+	c := design.Config{Limit: 6, Window: window.Spec{Size: time.Second}, Gateways: 2, Gateway: 0, Sync: time.Second}
 	e := newEnvoyLocal(c, false) // max_tokens = tokens_per_fill = 3, fill_interval = 1 s
 	ms := int64(time.Millisecond)
 	admits := func(at int64, n int) int {
 		got := 0
 		for range n {
-			if v, _ := e.Decide(at, 1); v == Admit {
+			if v, _ := e.Decide(at, 1); v == design.Admit {
 				got++
 			}
 		}

@@ -1,7 +1,9 @@
-package design
+package catalog
 
 import (
 	"math"
+
+	"github.com/fleetlimit/fleetlimit/internal/design"
 
 	"github.com/fleetlimit/fleetlimit/store"
 )
@@ -12,14 +14,14 @@ func init() {
 		Summary:  "Envoy's local rate limit on every proxy: a token bucket of ceil(L/K), refilled whole every W; no coordination",
 		PushOnly: true,
 		Peer:     true,
-		New:      func(c Config) Gateway { return newEnvoyLocal(c, false) },
+		New:      func(c design.Config) design.Gateway { return newEnvoyLocal(c, false) },
 	})
 	register(Info{
 		Name:     "envoy-local-smooth",
 		Summary:  "Envoy's local rate limit on every proxy: a token bucket of ceil(L/K), one token every W·K/L; no coordination",
 		PushOnly: true,
 		Peer:     true,
-		New:      func(c Config) Gateway { return newEnvoyLocal(c, true) },
+		New:      func(c design.Config) design.Gateway { return newEnvoyLocal(c, true) },
 	})
 }
 
@@ -42,12 +44,12 @@ type envoyLocal struct {
 	interval int64 // fill_interval, ns
 	tokens   int
 	filled   int64 // the fill the bucket has had: floor(t / interval)
-	local    local
+	local    design.Local
 }
 
-func newEnvoyLocal(c Config, smooth bool) *envoyLocal {
+func newEnvoyLocal(c design.Config, smooth bool) *envoyLocal {
 	share := (c.Limit + c.Gateways - 1) / c.Gateways
-	e := &envoyLocal{gw: c.Gateway, max: share, perFill: share, interval: int64(c.Window.Size), local: newLocal(c)}
+	e := &envoyLocal{gw: c.Gateway, max: share, perFill: share, interval: int64(c.Window.Size), local: design.NewLocal(c)}
 	if smooth {
 		e.perFill = 1
 		e.interval = max(int64(math.Round(float64(c.Window.Size)*float64(c.Gateways)/float64(c.Limit))), 1)
@@ -67,48 +69,50 @@ func (e *envoyLocal) fill(now int64) {
 	e.filled = f
 }
 
-func (e *envoyLocal) Decide(now int64, n int) (Verdict, store.Query) {
+func (e *envoyLocal) Decide(now int64, n int) (design.Verdict, store.Query) {
 	return e.Fallback(now, n), store.Query{}
 }
 
-func (e *envoyLocal) Resume(now int64, n int, q store.Query, a store.Answer) Verdict { return Reject }
+func (e *envoyLocal) Resume(now int64, n int, q store.Query, a store.Answer) design.Verdict {
+	return design.Reject
+}
 
 // Fallback is the rule itself: the proxy never asks anyone.
-func (e *envoyLocal) Fallback(now int64, n int) Verdict {
+func (e *envoyLocal) Fallback(now int64, n int) design.Verdict {
 	e.fill(now)
 	if e.tokens < n {
-		return Reject
+		return design.Reject
 	}
 	e.tokens -= n
-	e.local.add(now, n)
-	return Admit
+	e.local.Add(now, n)
+	return design.Admit
 }
 
 // Unadmit puts the tokens back.
 func (e *envoyLocal) Unadmit(now int64, n int, q store.Query) {
 	e.tokens += n
-	e.local.unadd(n)
+	e.local.Unadd(n)
 }
 
 // Abandon: the proxy never asks the store.
-func (e *envoyLocal) Abandon(now int64, n int, q store.Query, fallback bool) Verdict {
-	return abandon(e, &e.local, now, n, q, fallback)
+func (e *envoyLocal) Abandon(now int64, n int, q store.Query, fallback bool) design.Verdict {
+	return design.Abandon(e, &e.local, now, n, q, fallback)
 }
 
 func (e *envoyLocal) SyncPush(now int64, p *store.Push) {
 	*p = store.Push{Gateway: e.gw}
-	e.local.push(p)
+	e.local.Push(p)
 }
 
 func (e *envoyLocal) SyncPull(now int64, p *store.Pull) {
-	e.local.pulled(now, p)
-	e.local.settle()
+	e.local.Pulled(now, p)
+	e.local.Settle()
 }
 
 func (e *envoyLocal) Held() int { return 0 }
 
 // QuietSyncs: the syncs only push the admits.
-func (e *envoyLocal) QuietSyncs() int { return e.local.quietSyncs() }
+func (e *envoyLocal) QuietSyncs() int { return e.local.QuietSyncs() }
 
 // Skip does nothing: no sync state.
 func (e *envoyLocal) Skip(n int) {}

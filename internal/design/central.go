@@ -8,7 +8,7 @@ func init() {
 	register(Info{
 		Name:    "central-log",
 		Summary: "every request asks the store; exact; one round trip per request",
-		NoSync:  true,
+		Central: true,
 		New:     newCentralLog,
 	})
 }
