@@ -14,6 +14,7 @@ import (
 
 	"github.com/fleetlimit/fleetlimit/grpcmw"
 	"github.com/fleetlimit/fleetlimit/limiter"
+	"github.com/fleetlimit/fleetlimit/store/redisstore"
 )
 
 // Limit each API key to 2 calls a minute: the third is RESOURCE_EXHAUSTED,
@@ -46,4 +47,24 @@ func Example() {
 	// OK ["default";r=1;t=60] 0s
 	// OK ["default";r=0;t=60] 0s
 	// ResourceExhausted ["default";r=0;t=60] 1m0s
+}
+
+// The interceptors of a fleet of gRPC servers sharing Redis: three
+// servers, this one the first.
+func Example_fleet() {
+	st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{"127.0.0.1:6379"}})
+	if err != nil {
+		panic(err)
+	}
+	l, err := limiter.New(limiter.Config{Limit: 100, Window: time.Minute, Gateways: 3, Gateway: 0, Store: st})
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	limits, err := grpcmw.ServerOptions(l, grpcmw.Options{Key: grpcmw.Metadata("x-api-key")})
+	if err != nil {
+		panic(err)
+	}
+	s := grpc.NewServer(limits...)
+	defer s.Stop()
 }

@@ -210,7 +210,7 @@ func TestFleetOnRedis(t *testing.T) {
 			var cs []testpb.TestServiceClient
 			var ls []*limiter.Limiter
 			for i := range k {
-				st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{Prefix: "grpc:" + dsg + ":"})
+				st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}, Prefix: "grpc:" + dsg + ":"})
 				if err != nil {
 					t.Fatal(err)
 				}

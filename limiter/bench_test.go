@@ -99,7 +99,7 @@ func BenchmarkAllowParallel(b *testing.B) {
 // admit) against a real redis-server on loopback, shared-counter.
 func BenchmarkSyncRedis10k(b *testing.B) {
 	srv := redistest.Start(b)
-	st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+	st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func keyMemory(b *testing.B, name string, limit, buckets, keys int) float64 {
 // the call runs on a goroutine that may outlive the request.
 func BenchmarkAllowRedis(b *testing.B) {
 	srv := redistest.Start(b)
-	st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+	st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func TestGatewayIndexIsClaimed(t *testing.T) {
 	srv := redistest.Start(t)
 	open := func(gw int, fleet string) (*Limiter, error) {
 		t.Helper()
-		st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+		st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +33,7 @@ func TestGatewayIndexIsClaimed(t *testing.T) {
 	start := time.Now()
 	// the second says at once that it waits, then refuses
 	said := &lines{text: "held by another process; waiting"}
-	st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+	st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}

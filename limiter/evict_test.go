@@ -78,7 +78,7 @@ func evictionSuite(t *testing.T, n, maxKeys int, delta time.Duration, designs ..
 	stores := map[string]func() store.Backend{
 		"memstore": func() store.Backend { return memstore.New() },
 		"redis": func() store.Backend {
-			st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+			st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}})
 			if err != nil {
 				t.Fatal(err)
 			}

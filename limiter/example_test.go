@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/limiter"
+	"github.com/fleetlimit/fleetlimit/store/redisstore"
 )
 
 // One gateway on the embedded store: 2 requests a minute per key.
@@ -54,4 +55,26 @@ func ExampleLimiter_AllowLimits() {
 	// false: 2 per 1s, 0 left
 	// true: 3 per 24h0m0s, 0 left
 	// false: 3 per 24h0m0s, 0 left
+}
+
+// Four gateways of one fleet on Redis, each a process like this one with
+// its own index: the default design, permit, holds every window within
+// L + ⌊0.1 L⌋ however many there are.
+func Example_redis() {
+	ctx := context.Background()
+	st, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{"127.0.0.1:6379"}})
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	l, err := limiter.New(limiter.Config{Limit: 100, Window: time.Minute, Gateways: 4, Gateway: 0, Store: st})
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	d, err := l.Allow(ctx, "alice") // d.Allowed, d.Remaining, d.Reset, d.RetryAfter
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(d.Allowed)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/internal/design"
+	"github.com/fleetlimit/fleetlimit/internal/giveup"
 	"github.com/fleetlimit/fleetlimit/store"
 )
 
@@ -157,7 +158,7 @@ const slowPeriod = 10 * time.Second
 // call may still be running: the caller must not read what it writes.
 func (l *Limiter) patiently(ctx context.Context, at time.Time, call func(context.Context) error) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(l.cfg.SyncTimeout, l.cfg.Timeout))
-	cctx = store.WithGiveUp(cctx, at)
+	cctx = giveup.With(cctx, at)
 	ch := make(chan error, 1)
 	go func() {
 		defer cancel()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/internal/design"
+	"github.com/fleetlimit/fleetlimit/internal/redisinspect"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
 )
@@ -65,7 +66,7 @@ func TestPausedStore(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			srv := redistest.Start(t)
-			st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+			st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +115,7 @@ func TestPausedStore(t *testing.T) {
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
-			stamps, err := st.Stamps(context.Background(), "k")
+			stamps, err := redisinspect.Of(st).Stamps(context.Background(), "k")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +134,7 @@ func TestPausedStore(t *testing.T) {
 func TestRestartAndEvictionKeepEveryAdmit(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
-	st, err := redisstore.Dial(ctx, srv.Addr, redisstore.Options{})
+	st, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{srv.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestRestartAndEvictionKeepEveryAdmit(t *testing.T) {
 	}
 	check := func(step string, key string) {
 		t.Helper()
-		stamps, err := st.Stamps(ctx, key)
+		stamps, err := redisinspect.Of(st).Stamps(ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -338,7 +339,7 @@ func forgetFleet(srv *redistest.Server, name, dsg string, lost <-chan struct{}) 
 	var ls []*Limiter
 	var logs []*lines
 	for i := range k {
-		st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{Prefix: "lost:" + name + ":"})
+		st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}, Prefix: "lost:" + name + ":"})
 		if err != nil {
 			return 0, 0, 0, nil, err
 		}

@@ -23,7 +23,7 @@ func TestMembership(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	open := func() *Limiter {
 		t.Helper()
-		st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+		st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func TestGoneMembersSlotsComeBack(t *testing.T) {
 	srv := redistest.Start(t)
 	const ttl = 300 * time.Millisecond
 	ctx := context.Background()
-	st, err := redisstore.Dial(ctx, srv.Addr, redisstore.Options{})
+	st, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{srv.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}

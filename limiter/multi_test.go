@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fleetlimit/fleetlimit/internal/design"
+	"github.com/fleetlimit/fleetlimit/internal/redisinspect"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
@@ -142,7 +143,7 @@ func TestSeveralLimitsOneRoundTrip(t *testing.T) {
 	rt := &roundTrips{}
 	rdb.AddHook(rt)
 	ctx := context.Background()
-	st, err := redisstore.New(ctx, rdb, redisstore.Options{Prefix: "rt:"})
+	st, err := redisstore.New(ctx, redisstore.Options{Client: rdb, Prefix: "rt:"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestSeveralLimitsFleetOnRedis(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			st, err := redisstore.Dial(ctx, srv.Addr, redisstore.Options{Prefix: "multi:" + name + ":"})
+			st, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{srv.Addr}, Prefix: "multi:" + name + ":"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +227,7 @@ func TestSeveralLimitsFleetOnRedis(t *testing.T) {
 			end := ls[0].Now().UnixNano() // after every gateway's last sync
 			for i, lim := range lims {
 				k := store.Key{Name: "acct", Limit: lim.Requests, Window: window.Spec{Size: lim.Window}, Part: i + 1}
-				stamps, err := st.StampsOf(ctx, k)
+				stamps, err := redisinspect.Of(st).StampsOf(ctx, k)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -57,7 +57,7 @@ func TestPermitFleetOnRedis(t *testing.T) {
 // made, not at its first sync; on the embedded store it runs.
 func TestPermitRefusesBucketsOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
-	st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{Prefix: "pb:"})
+	st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}, Prefix: "pb:"})
 	if err != nil {
 		t.Fatal(err)
 	}

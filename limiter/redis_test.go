@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/internal/design"
+	"github.com/fleetlimit/fleetlimit/internal/redisinspect"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/internal/simtest"
 	"github.com/fleetlimit/fleetlimit/sim"
@@ -138,7 +139,7 @@ func TestFleetOnRedis(t *testing.T) {
 			t.Parallel()
 			var ls []*Limiter
 			for i := 0; i < k; i++ {
-				st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{Prefix: "it:"})
+				st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}, Prefix: "it:"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -230,7 +231,7 @@ func TestRedisFailureAndRecovery(t *testing.T) {
 			var ls []*Limiter
 			var st0 *redisstore.Store
 			for i := 0; i < k; i++ {
-				st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{Prefix: "ft:"})
+				st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}, Prefix: "ft:"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -319,7 +320,7 @@ func TestRedisFailureAndRecovery(t *testing.T) {
 				t.Fatalf("%d admitted in one window (%d before the outage, %d by the fallback), over max(L, %d) + K − 1 + %d unheard = %d",
 					len(ts), pre, fell, pre, unheard, bound)
 			}
-			stamps, err := st0.Stamps(context.Background(), key)
+			stamps, err := redisinspect.Of(st0).Stamps(context.Background(), key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -561,7 +562,7 @@ func redisFleet(t *testing.T, addr, prefix string, k int, cfg Config) []*Limiter
 	t.Helper()
 	var ls []*Limiter
 	for i := 0; i < k; i++ {
-		st, err := redisstore.Dial(context.Background(), addr, redisstore.Options{Prefix: prefix})
+		st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{addr}, Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}

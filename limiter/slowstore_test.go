@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/internal/design"
+	"github.com/fleetlimit/fleetlimit/internal/redisinspect"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/internal/slowproxy"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
@@ -131,7 +132,7 @@ func (f slowFleet) gateways(t *testing.T, p *slowproxy.Proxy, dsg, prefix string
 	var first *redisstore.Store
 	r.contacts = make([][]int64, f.k)
 	for i := range f.k {
-		st, err := redisstore.Dial(context.Background(), p.Addr, redisstore.Options{Prefix: prefix})
+		st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{p.Addr}, Prefix: prefix})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -186,7 +187,7 @@ func (f slowFleet) run(t *testing.T, srv *redistest.Server, name string, s slown
 	// were told from a second into the window of the last sync on.
 	from := time.Now().Add(-f.window + time.Second).UnixNano()
 	for key, ats := range told {
-		stamps, err := st.Stamps(context.Background(), key)
+		stamps, err := redisinspect.Of(st).Stamps(context.Background(), key)
 		if err != nil {
 			t.Errorf("%s, %s: %v", name, s.name, err)
 			continue

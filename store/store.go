@@ -4,13 +4,11 @@
 // grant. The embedded store (memstore) and the Redis store speak exactly
 // these messages, so a design never knows which one answers it.
 //
-// The package holds types only (and a context value); it never reads a
-// clock or does I/O.
+// The package holds types only; it never reads a clock or does I/O.
 package store
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/window"
@@ -256,26 +254,6 @@ type SyncItem struct {
 	Pull Pull
 }
 
-// giveUpKey is the context key of WithGiveUp's instant.
-type giveUpKey struct{}
-
-// WithGiveUp tells a store the instant its caller stops waiting for the
-// answer: the store must not apply the call once that instant has passed,
-// though it may go on reading the answer until ctx's deadline (so that a
-// connection is not lost to every late answer). A caller that gives up
-// takes back what the call may have done before (Repair.Withdraw).
-func WithGiveUp(ctx context.Context, at time.Time) context.Context {
-	return context.WithValue(ctx, giveUpKey{}, at)
-}
-
-// GiveUp returns the instant set by WithGiveUp, or else ctx's deadline.
-func GiveUp(ctx context.Context) (time.Time, bool) {
-	if at, ok := ctx.Value(giveUpKey{}).(time.Time); ok {
-		return at, true
-	}
-	return ctx.Deadline()
-}
-
 // Backend is a central store for many keys: the embedded memstore or Redis.
 // Times are the gateway's nanoseconds. A Backend is safe for concurrent use.
 type Backend interface {
@@ -343,57 +321,4 @@ type Claimer interface {
 	Claim(ctx context.Context, fleet string, gw int, id string, ttl time.Duration) (holder string, ok bool, err error)
 	// Release gives index gw of fleet up, if id holds it.
 	Release(ctx context.Context, fleet string, gw int, id string) error
-}
-
-// SlotWorth is what a store ranks lease slots by at a spare grant
-// (Push.Rate): the chance that n or more requests reach a gateway in a sync
-// interval, its arrivals being Poisson of mean rate/1000. Up to a mean of 30
-// it is the Poisson tail; above, the normal approximation with continuity
-// correction (erfc by Abramowitz and Stegun 7.1.26, within 1.5e-7), which
-// needs no sum of hundreds of terms that underflow. Redis's scripts compute
-// the same.
-func SlotWorth(rate, n int) float64 {
-	l := float64(rate) / 1000
-	if n <= 0 {
-		return 1
-	}
-	if l > 30 {
-		return erfc((float64(n)-0.5-l)/math.Sqrt(2*l)) / 2
-	}
-	term, below := math.Exp(-l), 0.0
-	for i := 0; i < n; i++ {
-		below += term
-		term *= l / float64(i+1)
-	}
-	return 1 - below
-}
-
-// SlotWorths appends SlotWorth(rate, n) for n = 1..want to dst, each
-// exactly the number SlotWorth returns, in one pass.
-func SlotWorths(dst []float64, rate, want int) []float64 {
-	l := float64(rate) / 1000
-	if l > 30 {
-		for n := 1; n <= want; n++ {
-			dst = append(dst, SlotWorth(rate, n))
-		}
-		return dst
-	}
-	term, below := math.Exp(-l), 0.0
-	for i := 0; i < want; i++ {
-		below += term
-		term *= l / float64(i+1)
-		dst = append(dst, 1-below)
-	}
-	return dst
-}
-
-// erfc is the complementary error function to 1.5e-7 (Abramowitz and
-// Stegun 7.1.26), written out so that a Lua script can match it.
-func erfc(x float64) float64 {
-	if x < 0 {
-		return 2 - erfc(-x)
-	}
-	t := 1 / (1 + 0.3275911*x)
-	poly := t * (0.254829592 + t*(-0.284496736+t*(1.421413741+t*(-1.453152027+t*1.061405429))))
-	return poly * math.Exp(-x*x)
 }

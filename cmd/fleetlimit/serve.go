@@ -185,7 +185,6 @@ feature fleetlimit lacks is refused by name. See docs/serve.md.`,
 			if err := sf.checkAddrs(); err != nil {
 				return usageError{err}
 			}
-			redisstore.SetLogger(log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serve(ctx, sf, src, cfg, log)
@@ -321,8 +320,8 @@ func (sf serveFlags) settings(f *pflag.FlagSet, set *rls.Settings) error {
 
 // redisConn is how to reach Redis, from the flags and REDIS_AUTH and
 // REDIS_SENTINEL_AUTH ("password" or "user:password", as upstream).
-func (r redisFlags) conn() (redisstore.Conn, error) {
-	c, err := redisstore.ParseConn(r.addr, r.typ, r.socket)
+func (r redisFlags) conn() (redisstore.Options, error) {
+	c, err := redisstore.ParseURL(r.addr, r.typ, r.socket)
 	if err != nil {
 		return c, err
 	}
@@ -336,7 +335,7 @@ func (r redisFlags) conn() (redisstore.Conn, error) {
 	c.SentinelPassword, _ = lookupEnv("REDIS_SENTINEL_AUTH")
 	c.PoolSize, c.DialTimeout = r.pool, r.dialTimeout
 	if r.tls || c.TLS != nil {
-		if c.TLS, err = redisstore.ClientTLS(r.ca, r.cert, r.key, r.skipVerify); err != nil {
+		if c.TLS, err = (redisstore.TLSFiles{CA: r.ca, Cert: r.cert, Key: r.key, SkipNameCheck: r.skipVerify}).Config(); err != nil {
 			return c, fmt.Errorf("redis TLS: %w", err)
 		}
 	} else if r.ca != "" || r.cert != "" || r.key != "" || r.skipVerify {
@@ -345,9 +344,9 @@ func (r redisFlags) conn() (redisstore.Conn, error) {
 	return c, nil
 }
 
-// openStore connects to Redis as sf says, or returns nil for the embedded
-// store.
-func openStore(ctx context.Context, r redisFlags) (store.Backend, func(), error) {
+// openStore connects to Redis as sf says, the client's own lines logged to
+// log, or returns nil for the embedded store.
+func openStore(ctx context.Context, r redisFlags, log *slog.Logger) (store.Backend, func(), error) {
 	if r.addr == "" {
 		return nil, func() {}, nil
 	}
@@ -357,7 +356,8 @@ func openStore(ctx context.Context, r redisFlags) (store.Backend, func(), error)
 	}
 	dctx, cancel := context.WithTimeout(ctx, max(r.dialTimeout, time.Second))
 	defer cancel()
-	rs, err := redisstore.Open(dctx, c, redisstore.Options{})
+	c.Logger = log
+	rs, err := redisstore.New(dctx, c)
 	if err != nil {
 		return nil, nil, runError{err}
 	}
@@ -403,7 +403,7 @@ func listeners(sf serveFlags) (gl, hl net.Listener, err error) {
 
 // serve runs the service until ctx ends or a server fails, then shuts down.
 func serve(ctx context.Context, sf serveFlags, src rls.Source, cfg *rls.Config, log *slog.Logger) error {
-	st, closeStore, err := openStore(ctx, sf.redis)
+	st, closeStore, err := openStore(ctx, sf.redis, log)
 	if err != nil {
 		return err
 	}

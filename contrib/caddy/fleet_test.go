@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetlimit/fleetlimit/internal/redisinspect"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
 )
@@ -218,12 +219,12 @@ func reload(t *testing.T, p *caddyProc, caddyfile string) {
 // named key (the probes that wait for a process ask without a key).
 func storedAdmits(t *testing.T, addr, prefix, key string) int {
 	t.Helper()
-	st, err := redisstore.Dial(context.Background(), addr, redisstore.Options{Prefix: prefix})
+	st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{addr}, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	keys, err := st.Client().Keys(context.Background(), prefix+"{*}:z").Result()
+	keys, err := redisinspect.Of(st).Client().Keys(context.Background(), prefix+"{*}:z").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func storedAdmits(t *testing.T, addr, prefix, key string) int {
 			continue
 		}
 		t.Logf("Redis key %q", k)
-		s, err := st.Stamps(context.Background(), name)
+		s, err := redisinspect.Of(st).Stamps(context.Background(), name)
 		if err != nil {
 			t.Fatal(err)
 		}

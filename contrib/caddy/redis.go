@@ -71,14 +71,14 @@ func (r *Redis) open(ctx context.Context, zone string) (*redisstore.Store, error
 	if prefix == "" {
 		prefix = "fleetlimit:caddy:"
 	}
-	c := redisstore.Conn{Addrs: r.Addresses, Mode: r.Mode, Master: r.Master, Username: r.Username,
-		Password: r.Password, DB: r.DB}
+	c := redisstore.Options{Addrs: r.Addresses, Mode: r.Mode, Master: r.Master, Username: r.Username,
+		Password: r.Password, DB: r.DB, Prefix: prefix + zone + ":"}
 	if t := r.TLS; t != nil {
-		cfg, err := redisstore.ClientTLS(t.CA, t.Cert, t.Key, t.SkipHostnameVerification)
+		cfg, err := (redisstore.TLSFiles{CA: t.CA, Cert: t.Cert, Key: t.Key, SkipNameCheck: t.SkipHostnameVerification}).Config()
 		if err != nil {
 			return nil, fmt.Errorf("fleetlimit: redis: tls: %w", err)
 		}
 		c.TLS = cfg
 	}
-	return redisstore.Open(ctx, c, redisstore.Options{Prefix: prefix + zone + ":"})
+	return redisstore.New(ctx, c)
 }

@@ -35,7 +35,7 @@ func main() {
 
 	var st store.Backend
 	if *redisAddr != "" {
-		rs, err := redisstore.Dial(context.Background(), *redisAddr, redisstore.Options{})
+		rs, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{*redisAddr}})
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -181,7 +181,7 @@ func (l *lease) wantOf() int {
 		r = float64(l.arr.sum) / float64(max(l.closed, 1)) // a young key: the intervals seen so far
 	}
 	// No gateway can use more slots than L + spare, and a store ranks
-	// every slot asked for (store.SlotWorths): a huge limit must not make
+	// every slot asked for (slotworth.Appended): a huge limit must not make
 	// a sync's work or memory huge (past the cap, central checks decide).
 	return min(max(int(math.Ceil(r+3*math.Sqrt(r))), 1)+1, l.cfg.Limit+l.spare, maxPermitAsk)
 }

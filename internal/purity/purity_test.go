@@ -1,6 +1,7 @@
 package purity
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -83,5 +84,38 @@ func TestProductLeavesTheLabOut(t *testing.T) {
 	// The check can fail: the simulator reaches the lab.
 	if bad, err := LabReach("../..", []string{Module + "/sim"}); err != nil || len(bad) == 0 {
 		t.Fatalf("sim reaches sim/catalog and gonum, yet the check found %v (%v)", bad, err)
+	}
+}
+
+// docs/design.md's package table says, in its third column, what each
+// package may import: the same as Layers, for every package Layers lists.
+func TestDesignDocTableIsTheImportMap(t *testing.T) {
+	b, err := os.ReadFile("../../docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSuffix(strings.TrimPrefix(l, "| "), " |")
+		cells := strings.Split(l, " | ")
+		if len(cells) != 4 || !strings.HasPrefix(cells[0], "`") {
+			continue
+		}
+		doc[strings.Trim(cells[0], "`")] = cells[2]
+	}
+	for pkg, allowed := range Layers {
+		want := "nothing"
+		if len(allowed) > 0 {
+			quoted := make([]string, len(allowed))
+			for i, a := range allowed {
+				quoted[i] = "`" + a + "`"
+			}
+			want = strings.Join(quoted, ", ")
+		}
+		if got, ok := doc[pkg]; !ok {
+			t.Errorf("docs/design.md's package table has no row for %s", pkg)
+		} else if got != want {
+			t.Errorf("docs/design.md says %s may import %s; the import map says %s", pkg, got, want)
+		}
 	}
 }

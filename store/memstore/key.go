@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/fleetlimit/fleetlimit/internal/slotworth"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -105,7 +106,7 @@ type Key struct {
 	// per gateway: the Rate and Ask of its last spare push
 	// (store.Push.Rate), which rank the spare grants
 	rate, want []int
-	worth      [][]float64 // per gateway: store.SlotWorths of its rate and want
+	worth      [][]float64 // per gateway: slotworth.Appended of its rate and want
 	// lackVer changes whenever a gateway's rate, want or outstanding
 	// slots do; per gateway, its last ranked answer and what it answered
 	lackVer  uint64
@@ -453,7 +454,7 @@ func (k *Key) SyncTo(now int64, p *store.Push, pull *store.Pull) {
 	}
 	if p.Spare > 0 && (k.rate[p.Gateway] != p.Rate || k.want[p.Gateway] != p.Ask) {
 		k.rate[p.Gateway], k.want[p.Gateway] = p.Rate, p.Ask
-		k.worth[p.Gateway] = store.SlotWorths(k.worth[p.Gateway][:0], p.Rate, p.Ask)
+		k.worth[p.Gateway] = slotworth.Appended(k.worth[p.Gateway][:0], p.Rate, p.Ask)
 		k.lackVer++
 	}
 	if ask > 0 {
@@ -560,7 +561,7 @@ func Contended(spare int) int { return max(2*spare, 2) }
 // free ones, leaving those that other gateways asked for and do not hold
 // while they are worth more: a gateway's k-th slot is worth the chance that
 // k or more requests reach it in a sync interval, its arrivals being
-// Poisson at its last Rate (store.SlotWorth). Its g-th slot is granted when
+// Poisson at its last Rate (slotworth.Of). Its g-th slot is granted when
 // g and the slots worth more that others lack fit avail; that grows with g,
 // so a binary search finds the most, each probe a binary search per
 // gateway: a few hundred steps whatever the asks. The answer is kept until
@@ -630,12 +631,12 @@ func (k *Key) claims(gw int, v float64) int {
 	return c
 }
 
-// slotWorth is store.SlotWorth of gateway gw's g-th slot at its last rate.
+// slotWorth is slotworth.Of of gateway gw's g-th slot at its last rate.
 func (k *Key) slotWorth(gw, g int) float64 {
 	if g <= len(k.worth[gw]) {
 		return k.worth[gw][g-1]
 	}
-	return store.SlotWorth(k.rate[gw], g)
+	return slotworth.Of(k.rate[gw], g)
 }
 
 // epochs moves the refusal counts on to the window-long epoch that holds

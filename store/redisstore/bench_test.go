@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fleetlimit/fleetlimit/internal/redisinspect"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
@@ -28,7 +29,7 @@ var benchWindows = []window.Spec{{Size: time.Minute}, {Size: time.Minute, Bucket
 // (INFO commandstats), which is what bounds the keys one Redis serves.
 func BenchmarkSyncChangedKeys(b *testing.B) {
 	srv := redistest.Start(b)
-	st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+	st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,13 +64,13 @@ func syncChanged(b *testing.B, st *redisstore.Store, sp window.Spec, n int) {
 	for range 3 { // the keys exist, with admits in several buckets
 		syncAll()
 	}
-	before := scriptCPU(b, st.Client())
+	before := scriptCPU(b, redisinspect.Of(st).Client())
 	syncs := 0
 	for b.Loop() {
 		syncAll()
 		syncs++
 	}
-	cpu := scriptCPU(b, st.Client()) - before
+	cpu := scriptCPU(b, redisinspect.Of(st).Client()) - before
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(syncs), "ms/sync")
 	b.ReportMetric(cpu/float64(syncs*n), "redis-µs/key")
 }
@@ -147,7 +148,7 @@ func scriptCPU(b *testing.B, rdb redis.UniversalClient) float64 {
 // pushed by 4 gateways over the last minute.
 func BenchmarkMemoryPerKey(b *testing.B) {
 	srv := redistest.Start(b)
-	st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+	st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -193,18 +194,18 @@ func fullKeys(b *testing.B, st *redisstore.Store, sp window.Spec, limit, cost, n
 				b.Fatalf("%s counts %d, want %d", key.Name, got, limit)
 			}
 		}
-		rkeys, err := st.Client().Keys(ctx, "fl:{"+key.Name+"}*").Result()
+		rkeys, err := redisinspect.Of(st).Client().Keys(ctx, "fl:{"+key.Name+"}*").Result()
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, rk := range rkeys {
-			u, err := st.Client().MemoryUsage(ctx, rk, 0).Result()
+			u, err := redisinspect.Of(st).Client().MemoryUsage(ctx, rk, 0).Result()
 			if err != nil {
 				b.Fatal(err)
 			}
 			total += u
 		}
-		st.Client().Del(ctx, rkeys...)
+		redisinspect.Of(st).Client().Del(ctx, rkeys...)
 	}
 	return total
 }

@@ -7,21 +7,21 @@ import (
 	"strings"
 )
 
-// ParseConn reads a Redis address as envoyproxy/ratelimit's REDIS_URL,
+// ParseURL reads a Redis address as envoyproxy/ratelimit's REDIS_URL,
 // REDIS_TYPE and REDIS_SOCKET_TYPE give it: one address for mode single
 // (host:port, redis://[user:password@]host:port[/db], rediss://... for
 // TLS, or with network "unix" a socket path or unix:///path), the seed
 // nodes separated by commas for cluster, and for sentinel the master's
 // name followed by the Sentinels ("mymaster,host1:26379,host2:26379").
-// rediss:// sets Conn.TLS to an empty config, which the caller completes.
-func ParseConn(addr, mode, network string) (Conn, error) {
-	c := Conn{Mode: strings.ToLower(mode), Network: strings.ToLower(network)}
+// rediss:// sets Options.TLS to an empty config, which the caller completes.
+func ParseURL(addr, mode, network string) (Options, error) {
+	c := Options{Mode: strings.ToLower(mode), Network: strings.ToLower(network)}
 	switch c.Network {
 	case "":
 		c.Network = "tcp"
 	case "tcp", "unix":
 	default:
-		return Conn{}, fmt.Errorf("redis socket type %q: want tcp or unix", network)
+		return Options{}, fmt.Errorf("redis socket type %q: want tcp or unix", network)
 	}
 	parts := strings.Split(addr, ",")
 	switch c.Mode {
@@ -30,18 +30,18 @@ func ParseConn(addr, mode, network string) (Conn, error) {
 	case "cluster":
 	case "sentinel":
 		if len(parts) < 2 || parts[0] == "" {
-			return Conn{}, fmt.Errorf("redis sentinel address %q: want <master name>,<sentinel1>,...,<sentinelN>", addr)
+			return Options{}, fmt.Errorf("redis sentinel address %q: want <master name>,<sentinel1>,...,<sentinelN>", addr)
 		}
 		c.Master, parts = parts[0], parts[1:]
 	default:
-		return Conn{}, fmt.Errorf("redis type %q: want single, cluster or sentinel", mode)
+		return Options{}, fmt.Errorf("redis type %q: want single, cluster or sentinel", mode)
 	}
 	if c.Network == "unix" && (c.Mode != "single" || len(parts) != 1) {
-		return Conn{}, fmt.Errorf("redis address %q: a unix socket is one path, in single mode", addr)
+		return Options{}, fmt.Errorf("redis address %q: a unix socket is one path, in single mode", addr)
 	}
 	for _, p := range parts {
 		if err := c.addNode(strings.TrimSpace(p)); err != nil {
-			return Conn{}, err
+			return Options{}, err
 		}
 	}
 	return c, nil
@@ -49,7 +49,7 @@ func ParseConn(addr, mode, network string) (Conn, error) {
 
 // addNode adds one address, taking the credentials, database and TLS of a
 // URL form.
-func (c *Conn) addNode(p string) error {
+func (c *Options) addNode(p string) error {
 	if p == "" {
 		return fmt.Errorf("redis address: an empty node")
 	}

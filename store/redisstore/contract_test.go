@@ -2,11 +2,13 @@ package redisstore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fleetlimit/fleetlimit/internal/redisinspect"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
@@ -16,7 +18,7 @@ import (
 
 func TestContract(t *testing.T) {
 	srv := redistest.Start(t)
-	st, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+	st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +28,7 @@ func TestContract(t *testing.T) {
 
 func TestKeysShareASlot(t *testing.T) {
 	st := &redisstore.Store{}
-	ks := st.Keys("api/key:{odd}")
+	ks := redisinspect.Of(st).Keys("api/key:{odd}")
 	if len(ks) != 2 {
 		t.Fatal(ks)
 	}
@@ -53,13 +55,13 @@ func indexByte(s string, b byte) int {
 // keys share a slot, and batched syncs span nodes.
 func TestContractOnCluster(t *testing.T) {
 	addrs := redistest.StartCluster(t, 3)
-	st, err := redisstore.Dial(context.Background(), addrs, redisstore.Options{})
+	st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: strings.Split(addrs, ",")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, ok := st.Client().(*redis.ClusterClient); !ok {
-		t.Fatalf("Dial(%s) made a %T, not a cluster client", addrs, st.Client())
+	if _, ok := redisinspect.Of(st).Client().(*redis.ClusterClient); !ok {
+		t.Fatalf("Dial(%s) made a %T, not a cluster client", addrs, redisinspect.Of(st).Client())
 	}
 	storetest.Run(t, func(t *testing.T) store.Backend { return st })
 }
@@ -70,7 +72,7 @@ func TestContractOnCluster(t *testing.T) {
 func TestGenChangesWhenRedisForgets(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
-	st, err := redisstore.Dial(ctx, srv.Addr, redisstore.Options{})
+	st, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{srv.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,12 +95,36 @@ func TestGenChangesWhenRedisForgets(t *testing.T) {
 		if first.Gen == 0 || second.Gen != first.Gen || a.Gen != first.Gen {
 			t.Fatalf("%v: lives %d, %d and %d for a key Redis kept, want one, not 0", spec, first.Gen, a.Gen, second.Gen)
 		}
-		if err := st.Client().FlushAll(ctx).Err(); err != nil {
+		if err := redisinspect.Of(st).Client().FlushAll(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
 		after := sync(storetest.T0 + 3e6)
 		if after.Gen == first.Gen || after.Gen == 0 || after.Count != 1 {
 			t.Fatalf("%v: after FLUSHALL life %d (was %d), count %d: want a new life and only the new admit", spec, after.Gen, first.Gen, after.Count)
+		}
+	}
+}
+
+// New refuses, before any connection, options it cannot honour.
+func TestNewRefusesBadOptions(t *testing.T) {
+	slow := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // deadlines not applied to its sockets
+	defer slow.Close()
+	for _, tc := range []struct {
+		opt  redisstore.Options
+		want string
+	}{
+		{redisstore.Options{}, "no Redis address"},
+		{redisstore.Options{Addrs: []string{"127.0.0.1:1"}, Mode: "ring"}, "want single, cluster or sentinel"},
+		{redisstore.Options{Addrs: []string{"127.0.0.1:1"}, Network: "udp"}, "want tcp or unix"},
+		{redisstore.Options{Addrs: []string{"a", "b"}, Network: "unix"}, "one path"},
+		{redisstore.Options{Addrs: []string{"127.0.0.1:1"}, Mode: "sentinel"}, "master's name"},
+		{redisstore.Options{Client: slow}, "ContextTimeoutEnabled"},
+	} {
+		if st, err := redisstore.New(context.Background(), tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if st != nil {
+				st.Close()
+			}
+			t.Errorf("%+v: %v, want an error naming %q", tc.opt, err, tc.want)
 		}
 	}
 }

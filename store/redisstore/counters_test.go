@@ -23,7 +23,7 @@ import (
 // requires every answer to be the same.
 func TestCountersAgainstMemstore(t *testing.T) {
 	srv := redistest.Start(t)
-	rs, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+	rs, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestCountersAgainstMemstore(t *testing.T) {
 // be the same: the lent slots, the contended key, the ranked grants.
 func TestSpareAgainstMemstore(t *testing.T) {
 	srv := redistest.Start(t)
-	rs, err := redisstore.Dial(context.Background(), srv.Addr, redisstore.Options{})
+	rs, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestSpareAgainstMemstore(t *testing.T) {
 func TestSpareRefusedOnCounters(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
-	rs, err := redisstore.Dial(ctx, srv.Addr, redisstore.Options{})
+	rs, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{srv.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func norm(p store.Pull) string {
 func TestCountersRingChange(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
-	rs, err := redisstore.Dial(ctx, srv.Addr, redisstore.Options{})
+	rs, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{srv.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -21,10 +22,13 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fleetlimit/fleetlimit/internal/giveup"
+	"github.com/fleetlimit/fleetlimit/internal/redisinspect"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/window"
 )
@@ -33,42 +37,16 @@ import (
 type Store struct {
 	rdb    redis.UniversalClient
 	prefix string
+	log    *slog.Logger // Options.Logger
 }
 
-// Options configure a Store.
+// Options configure a Store: how to reach Redis, or the client to use,
+// and the store's own settings. The zero value of each field means its
+// default.
 type Options struct {
-	// Prefix starts every Redis key; default "fl:".
-	Prefix string
-}
-
-// New returns a Store on the given client (a single node, a Cluster or a
-// failover client), and loads its scripts. The client must honour context
-// deadlines (ContextTimeoutEnabled), or a slow Redis would hold requests
-// past the limiter's timeouts: New refuses one that does not.
-func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Store, error) {
-	if !honoursDeadlines(rdb) {
-		return nil, errors.New("redisstore: the client must set ContextTimeoutEnabled, so that store timeouts reach the socket")
-	}
-	if opt.Prefix == "" {
-		opt.Prefix = "fl:"
-	}
-	s := &Store{rdb: rdb, prefix: opt.Prefix}
-	if err := s.load(ctx); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// Dial connects to the Redis at addr (host:port, or a comma-separated list
-// of Cluster nodes) and returns a Store on it.
-func Dial(ctx context.Context, addr string, opt Options) (*Store, error) {
-	return Open(ctx, Conn{Addrs: strings.Split(addr, ",")}, opt)
-}
-
-// Conn says how to reach Redis: which nodes, how, and as whom.
-type Conn struct {
 	// Addrs are host:port addresses: one node, the Cluster's seed nodes,
-	// or the Sentinels; with Network "unix", one socket path.
+	// or the Sentinels; with Network "unix", one socket path. Required
+	// unless Client is set.
 	Addrs   []string
 	Network string // "tcp" (default) or "unix"
 	// Mode is "single" (default; several Addrs mean a Cluster, as
@@ -80,14 +58,51 @@ type Conn struct {
 	// SentinelPassword authenticates to the Sentinels themselves.
 	SentinelPassword string
 	DB               int
-	TLS              *tls.Config // nil: plaintext
+	TLS              *tls.Config // nil: plaintext (TLSFiles.Config makes one from PEM files)
 	PoolSize         int         // connections per node; default go-redis's
 	DialTimeout      time.Duration
+	// Client, when set, is the client to use instead of the fields above
+	// (a single node, a Cluster or a failover client). It must honour
+	// context deadlines (ContextTimeoutEnabled), or a slow Redis would
+	// hold requests past the limiter's timeouts: New refuses one that
+	// does not. Close closes it.
+	Client redis.UniversalClient
+	// Prefix starts every Redis key; default "fl:".
+	Prefix string
+	// Logger receives the Redis client's own log lines (go-redis logs each
+	// failed dial, many a second while Redis is down) at debug level; the
+	// limiter already says, once per change of state and with the cause,
+	// when the store becomes unreachable and when it is back. Default: the
+	// lines are dropped. (go-redis has one logger for the process: it
+	// writes to the Logger of every open Store.)
+	Logger *slog.Logger
 }
 
-// Client is a go-redis client for c that honours context deadlines and
-// never retries on its own.
-func (c Conn) Client() (redis.UniversalClient, error) {
+// New connects as opt says and returns a Store on Redis, its scripts
+// loaded.
+func New(ctx context.Context, opt Options) (*Store, error) {
+	where := strings.Join(opt.Addrs, ",")
+	rdb := opt.Client
+	if rdb == nil {
+		var err error
+		if rdb, err = opt.client(); err != nil {
+			return nil, fmt.Errorf("redis %s: %w", where, err)
+		}
+	} else if !honoursDeadlines(rdb) {
+		return nil, errors.New("redisstore: the client must set ContextTimeoutEnabled, so that store timeouts reach the socket")
+	}
+	s := &Store{rdb: rdb, prefix: cmp.Or(opt.Prefix, "fl:"), log: opt.Logger}
+	if err := s.load(ctx); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("redis %s: %w", where, err)
+	}
+	clientLogs.add(s.log)
+	return s, nil
+}
+
+// client is a go-redis client for opt's address that honours context
+// deadlines and never retries on its own.
+func (c Options) client() (redis.UniversalClient, error) {
 	if len(c.Addrs) == 0 || c.Addrs[0] == "" {
 		return nil, errors.New("no Redis address")
 	}
@@ -111,13 +126,17 @@ func (c Conn) Client() (redis.UniversalClient, error) {
 	default:
 		return nil, fmt.Errorf("redis mode %q: want single, cluster or sentinel", c.Mode)
 	}
-	if c.Network == "unix" {
+	switch c.Network {
+	case "", "tcp":
+	case "unix":
 		if len(c.Addrs) != 1 {
 			return nil, errors.New("a unix socket is one path")
 		}
 		so := o.Simple()
 		so.Network = "unix"
 		return redis.NewClient(so), nil
+	default:
+		return nil, fmt.Errorf("redis network %q: want tcp or unix", c.Network)
 	}
 	return redis.NewUniversalClient(o), nil
 }
@@ -125,21 +144,6 @@ func (c Conn) Client() (redis.UniversalClient, error) {
 // defaultTLS is the TLS of a rediss:// address before the caller adds its
 // own CA or client certificate.
 func defaultTLS() *tls.Config { return &tls.Config{MinVersion: tls.VersionTLS12} }
-
-// Open connects as c says and returns a Store on it.
-func Open(ctx context.Context, c Conn, opt Options) (*Store, error) {
-	where := strings.Join(c.Addrs, ",")
-	rdb, err := c.Client()
-	if err != nil {
-		return nil, fmt.Errorf("redis %s: %w", where, err)
-	}
-	s, err := New(ctx, rdb, opt)
-	if err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("redis %s: %w", where, err)
-	}
-	return s, nil
-}
 
 // honoursDeadlines reports whether rdb applies context deadlines to its
 // sockets.
@@ -153,28 +157,65 @@ func honoursDeadlines(rdb redis.UniversalClient) bool {
 	return true // other clients: the caller's responsibility
 }
 
-// SetLogger sends the Redis client's own log lines (go-redis logs each
-// failed dial, many a second while Redis is down) to log at debug level:
-// the limiter already says, once per change of state and with the cause,
-// when the store becomes unreachable and when it is back. It applies to
-// every client in the process.
-func SetLogger(log *slog.Logger) { redis.SetLogger(clientLog{log}) }
+// clientLogs are the Loggers of the open Stores, to which go-redis's one
+// process-wide logger writes.
+var clientLogs = &logFan{}
 
-// clientLog is go-redis's logger on a slog.Logger.
-type clientLog struct{ log *slog.Logger }
+// logFan is go-redis's logger, writing to every open Store's Logger.
+type logFan struct {
+	mu   sync.Mutex
+	logs map[*slog.Logger]int // how many open Stores have each
+	once sync.Once
+}
 
-func (c clientLog) Printf(ctx context.Context, format string, v ...any) {
-	c.log.DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
+// add counts one more open Store with log (nil: none), and makes the fan
+// go-redis's logger at its first use.
+func (f *logFan) add(log *slog.Logger) {
+	f.once.Do(func() { redis.SetLogger(f) })
+	if log == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.logs == nil {
+		f.logs = map[*slog.Logger]int{}
+	}
+	f.logs[log]++
+}
+
+// drop counts one open Store with log fewer.
+func (f *logFan) drop(log *slog.Logger) {
+	if log == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.logs[log]--; f.logs[log] <= 0 {
+		delete(f.logs, log)
+	}
+}
+
+// Printf writes one of go-redis's lines to every open Store's Logger.
+func (f *logFan) Printf(ctx context.Context, format string, v ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.logs) == 0 {
+		return
+	}
+	line := "redis client: " + fmt.Sprintf(format, v...)
+	for log := range f.logs {
+		log.DebugContext(ctx, line)
+	}
 }
 
 // Ping checks that Redis answers.
 func (s *Store) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
 
 // Close closes the client.
-func (s *Store) Close() error { return s.rdb.Close() }
-
-// Client returns the Redis client.
-func (s *Store) Client() redis.UniversalClient { return s.rdb }
+func (s *Store) Close() error {
+	clientLogs.drop(s.log)
+	return s.rdb.Close()
+}
 
 func (s *Store) load(ctx context.Context) error {
 	for _, sc := range []*redis.Script{syncScript, centralScript, grantScript, counterSyncScript, counterCentralScript, counterGrantScript, multiScript, multiCounterScript} {
@@ -187,8 +228,8 @@ func (s *Store) load(ctx context.Context) error {
 
 var _ store.Backend = (*Store)(nil)
 
-// Keys returns the two Redis keys of a rate-limited key.
-func (s *Store) Keys(name string) []string {
+// keys returns the two Redis keys of a rate-limited key.
+func (s *Store) keys(name string) []string {
 	tag := s.prefix + "{" + name + "}"
 	return []string{tag + ":z", tag + ":h"}
 }
@@ -198,7 +239,7 @@ func (s *Store) Keys(name string) []string {
 // part's number, so that one script reaches every part, on a Cluster too.
 func (s *Store) keysOf(k store.Key) []string {
 	if k.Part == 0 {
-		return s.Keys(k.Name)
+		return s.keys(k.Name)
 	}
 	tag := s.prefix + "{" + k.Name + "}:" + strconv.Itoa(k.Part)
 	return []string{tag + ":z", tag + ":h"}
@@ -493,10 +534,10 @@ func scriptFor(k store.QueryKind, central, grant *redis.Script) (*redis.Script, 
 	return nil, fmt.Errorf("redisstore: unknown query kind %d", k)
 }
 
-// deadlineOf is the instant the caller gives up (store.GiveUp) in µs on the
+// deadlineOf is the instant the caller gives up (giveup.At) in µs on the
 // wall clock, 0 for none.
 func deadlineOf(ctx context.Context) int64 {
-	if d, ok := store.GiveUp(ctx); ok {
+	if d, ok := giveup.At(ctx); ok {
 		return d.UnixMicro()
 	}
 	return 0
@@ -625,14 +666,10 @@ func isNoScript(err error) bool {
 	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "NOSCRIPT")
 }
 
-// Stamps returns the timestamps (ns, to the microsecond) of a key's log,
-// each as many times as the requests its admit stands for.
-func (s *Store) Stamps(ctx context.Context, name string) ([]int64, error) {
-	return s.StampsOf(ctx, store.Key{Name: name})
-}
-
-// StampsOf is Stamps for a limit of a key with several (store.Key.Part).
-func (s *Store) StampsOf(ctx context.Context, k store.Key) ([]int64, error) {
+// stampsOf returns the timestamps (ns, to the microsecond) of a key's log,
+// each as many times as the requests its admit stands for
+// (redisinspect.Inspector.StampsOf).
+func (s *Store) stampsOf(ctx context.Context, k store.Key) ([]int64, error) {
 	vals, err := s.rdb.ZRangeWithScores(ctx, s.keysOf(k)[0], 0, -1).Result()
 	if err != nil {
 		return nil, err
@@ -652,11 +689,22 @@ func (s *Store) StampsOf(ctx context.Context, k store.Key) ([]int64, error) {
 	return out, nil
 }
 
-// Members returns the members of a key's log, for checks that each admit is
-// there once.
-func (s *Store) Members(ctx context.Context, name string) ([]string, error) {
-	return s.rdb.ZRange(ctx, s.Keys(name)[0], 0, -1).Result()
+// inspector is the Store's redisinspect.Inspector, for the module's tests.
+type inspector struct{ s *Store }
+
+func init() { redisinspect.Of = func(st any) redisinspect.Inspector { return inspector{st.(*Store)} } }
+
+func (i inspector) Keys(name string) []string { return i.s.keys(name) }
+func (i inspector) Stamps(ctx context.Context, name string) ([]int64, error) {
+	return i.s.stampsOf(ctx, store.Key{Name: name})
 }
+func (i inspector) StampsOf(ctx context.Context, k store.Key) ([]int64, error) {
+	return i.s.stampsOf(ctx, k)
+}
+func (i inspector) Members(ctx context.Context, name string) ([]string, error) {
+	return i.s.rdb.ZRange(ctx, i.s.keys(name)[0], 0, -1).Result()
+}
+func (i inspector) Client() redis.UniversalClient { return i.s.rdb }
 
 // heartbeatScript: KEYS = the fleet's members (a hash: index -> id|expiry
 // in ms on Redis's clock); ARGV = id, ttl ms. Forgets lapsed members,

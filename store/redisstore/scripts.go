@@ -130,7 +130,7 @@ local function refuse(h, e, n)
   local f0, f1 = refusals(h, e)
   redis.call('HSET', h, 'fe', e, 'f0', f0, 'f1', f1 + (n or 1))
 end
--- erfc and worth are store.SlotWorth's: the chance that n or more
+-- erfc and worth are slotworth.Of's: the chance that n or more
 -- requests reach a gateway of rate r (mean r/1000 per interval).
 local function erfc(x)
   if x < 0 then return 2 - erfc(-x) end

@@ -8,12 +8,21 @@ import (
 	"os"
 )
 
-// ClientTLS is a TLS configuration to reach Redis with: the CA bundle that
-// signed the server (a PEM file; "": the system's), a client certificate
-// and its key (PEM files, both or neither), and whether to skip checking
-// the server's name (its chain is still checked). serve's --redis-tls-*
-// flags and the Caddy module's redis tls block make theirs with it.
-func ClientTLS(ca, cert, key string, skipName bool) (*tls.Config, error) {
+// TLSFiles name the PEM files of a TLS connection to Redis. serve's
+// --redis-tls-* flags and the Caddy module's redis tls block make theirs
+// with it.
+type TLSFiles struct {
+	CA   string // the CA bundle that signed the server; "": the system's
+	Cert string // a client certificate, with Key, or neither
+	Key  string // the client certificate's key
+	// SkipNameCheck skips checking the server's name; its chain is still
+	// checked.
+	SkipNameCheck bool
+}
+
+// Config is the TLS configuration the files make, for Options.TLS.
+func (f TLSFiles) Config() (*tls.Config, error) {
+	ca, cert, key, skipName := f.CA, f.Cert, f.Key, f.SkipNameCheck
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if ca != "" {
 		pem, err := os.ReadFile(ca)
