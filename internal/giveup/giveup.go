@@ -27,4 +27,3 @@ func At(ctx context.Context) (time.Time, bool) {
 	}
 	return ctx.Deadline()
 }
-
