@@ -192,96 +192,127 @@ func (p parser) descriptors(list *yaml.Node, parent *node, prefix string) error 
 		return p.errf(list, "descriptors must be a list")
 	}
 	for _, d := range list.Content {
-		if d.Kind != yaml.MappingNode {
-			return p.errf(d, "config error, yaml file contains list of type other than map: %s", d.Value)
-		}
-		var key, value string
-		var rl, rls, children, meta *yaml.Node
-		var shadow, detailed, quota, toMetric, share bool
-		for i := 0; i+1 < len(d.Content); i += 2 {
-			k, v := d.Content[i], d.Content[i+1]
-			if !validKeys[k.Value] {
-				if k.Tag != "!!str" {
-					return p.errf(k, "config error, key is not of type string: %s", k.Value)
-				}
-				return p.errf(k, "config error, unknown key '%s'", k.Value)
-			}
-			var err error
-			switch k.Value {
-			case "key":
-				key, err = p.str(v)
-			case "value":
-				value, err = p.str(v)
-			case "rate_limit":
-				rl = v
-			case "rate_limits":
-				rls = v
-			case "descriptors":
-				children = v
-			case "shadow_mode":
-				shadow, err = p.boolean(v)
-			case "detailed_metric":
-				detailed, err = p.boolean(v)
-			case "quota_mode":
-				quota, err = p.boolean(v)
-			case "value_to_metric":
-				toMetric, err = p.boolean(v)
-			case "share_threshold":
-				share, err = p.boolean(v)
-			case "metadata":
-				meta = v
-			default:
-				return p.errf(k, "key %q does not belong in a descriptor", k.Value)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		if key == "" {
-			return p.errf(d, "descriptor has empty key")
-		}
-		final := key
-		if value != "" {
-			final += "_" + value
-		}
-		if _, dup := parent.children[final]; dup {
-			return p.errf(d, "duplicate descriptor composite key '%s%s'", prefix, final)
-		}
-		if share && !strings.Contains(final, "*") {
-			return p.errf(d, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", final)
-		}
-		n := &node{children: map[string]*node{}, valueToMetric: toMetric, shareThreshold: share}
-		if rl != nil && rls != nil {
-			return p.errf(rls, "descriptor '%s%s' has both rate_limit and rate_limits: give one limit in rate_limit, or several in rate_limits", prefix, final)
-		}
-		if rl != nil || rls != nil {
-			var lim *RateLimit
-			var err error
-			if rl != nil {
-				lim, err = p.rateLimit(rl)
-			} else {
-				lim, err = p.rateLimits(rls)
-			}
-			if err != nil {
-				return err
-			}
-			lim.ShadowMode, lim.DetailedMetric, lim.QuotaMode, lim.FullKey = shadow, detailed, quota, prefix+final
-			if lim.Metadata, err = p.metadata(meta); err != nil {
-				return err
-			}
-			n.limit = lim
-		}
-		if children != nil {
-			if err := p.descriptors(children, n, prefix+final+"."); err != nil {
-				return err
-			}
-		}
-		parent.children[final] = n
-		if strings.Contains(final, "*") {
-			parent.wildcards = append(parent.wildcards, wildcard{key: final, parts: strings.Split(final, "*")})
+		if err := p.descriptor(d, parent, prefix); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// descFields are the keys of one descriptor as the file gives them.
+type descFields struct {
+	key, value                               string
+	rl, rls, children, meta                  *yaml.Node
+	shadow, detailed, quota, toMetric, share bool
+}
+
+// descriptorFields reads a descriptor's keys, refusing unknown ones.
+func (p parser) descriptorFields(d *yaml.Node) (descFields, error) {
+	var f descFields
+	for i := 0; i+1 < len(d.Content); i += 2 {
+		k, v := d.Content[i], d.Content[i+1]
+		if !validKeys[k.Value] {
+			if k.Tag != "!!str" {
+				return f, p.errf(k, "config error, key is not of type string: %s", k.Value)
+			}
+			return f, p.errf(k, "config error, unknown key '%s'", k.Value)
+		}
+		var err error
+		switch k.Value {
+		case "key":
+			f.key, err = p.str(v)
+		case "value":
+			f.value, err = p.str(v)
+		case "rate_limit":
+			f.rl = v
+		case "rate_limits":
+			f.rls = v
+		case "descriptors":
+			f.children = v
+		case "shadow_mode":
+			f.shadow, err = p.boolean(v)
+		case "detailed_metric":
+			f.detailed, err = p.boolean(v)
+		case "quota_mode":
+			f.quota, err = p.boolean(v)
+		case "value_to_metric":
+			f.toMetric, err = p.boolean(v)
+		case "share_threshold":
+			f.share, err = p.boolean(v)
+		case "metadata":
+			f.meta = v
+		default:
+			return f, p.errf(k, "key %q does not belong in a descriptor", k.Value)
+		}
+		if err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// descriptor reads one descriptor of a list into parent, its children too.
+func (p parser) descriptor(d *yaml.Node, parent *node, prefix string) error {
+	if d.Kind != yaml.MappingNode {
+		return p.errf(d, "config error, yaml file contains list of type other than map: %s", d.Value)
+	}
+	f, err := p.descriptorFields(d)
+	if err != nil {
+		return err
+	}
+	if f.key == "" {
+		return p.errf(d, "descriptor has empty key")
+	}
+	final := f.key
+	if f.value != "" {
+		final += "_" + f.value
+	}
+	if _, dup := parent.children[final]; dup {
+		return p.errf(d, "duplicate descriptor composite key '%s%s'", prefix, final)
+	}
+	if f.share && !strings.Contains(final, "*") {
+		return p.errf(d, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", final)
+	}
+	n := &node{children: map[string]*node{}, valueToMetric: f.toMetric, shareThreshold: f.share}
+	if n.limit, err = p.descriptorLimit(f, prefix+final); err != nil {
+		return err
+	}
+	if f.children != nil {
+		if err := p.descriptors(f.children, n, prefix+final+"."); err != nil {
+			return err
+		}
+	}
+	parent.children[final] = n
+	if strings.Contains(final, "*") {
+		parent.wildcards = append(parent.wildcards, wildcard{key: final, parts: strings.Split(final, "*")})
+	}
+	return nil
+}
+
+// descriptorLimit is the limit of a descriptor whose full key is full: nil
+// when it has none.
+func (p parser) descriptorLimit(f descFields, full string) (*RateLimit, error) {
+	if f.rl != nil && f.rls != nil {
+		return nil, p.errf(f.rls, "descriptor '%s' has both rate_limit and rate_limits: give one limit in rate_limit, or several in rate_limits", full)
+	}
+	if f.rl == nil && f.rls == nil {
+		return nil, nil
+	}
+	var lim *RateLimit
+	var err error
+	if f.rl != nil {
+		lim, err = p.rateLimit(f.rl)
+	} else {
+		lim, err = p.rateLimits(f.rls)
+	}
+	if err != nil {
+		return nil, err
+	}
+	lim.ShadowMode, lim.DetailedMetric, lim.QuotaMode, lim.FullKey = f.shadow, f.detailed, f.quota, full
+	if lim.Metadata, err = p.metadata(f.meta); err != nil {
+		return nil, err
+	}
+	return lim, nil
 }
 
 func (p parser) rateLimit(m *yaml.Node) (*RateLimit, error) {
@@ -320,24 +351,7 @@ func (p parser) rateLimit(m *yaml.Node) (*RateLimit, error) {
 		case "name":
 			lim.Name, err = p.str(v)
 		case "replaces":
-			if v.Kind != yaml.SequenceNode {
-				return nil, p.errf(v, "replaces must be a list of {name: ...}")
-			}
-			for _, r := range v.Content {
-				name := ""
-				if r.Kind == yaml.MappingNode {
-					for j := 0; j+1 < len(r.Content); j += 2 {
-						if r.Content[j].Value != "name" {
-							return nil, p.errf(r.Content[j], "config error, unknown key '%s' in replaces", r.Content[j].Value)
-						}
-						name = r.Content[j+1].Value
-					}
-				}
-				if name == "" {
-					return nil, p.errf(r, "should not have an empty replaces entry")
-				}
-				lim.Replaces = append(lim.Replaces, name)
-			}
+			lim.Replaces, err = p.replaces(v)
 		default:
 			if validKeys[k.Value] {
 				return nil, p.errf(k, "key %q does not belong in rate_limit", k.Value)
@@ -364,6 +378,30 @@ func (p parser) rateLimit(m *yaml.Node) (*RateLimit, error) {
 		}
 	}
 	return lim, nil
+}
+
+// replaces reads a rate limit's replaces list of {name: ...}.
+func (p parser) replaces(v *yaml.Node) ([]string, error) {
+	if v.Kind != yaml.SequenceNode {
+		return nil, p.errf(v, "replaces must be a list of {name: ...}")
+	}
+	var names []string
+	for _, r := range v.Content {
+		name := ""
+		if r.Kind == yaml.MappingNode {
+			for j := 0; j+1 < len(r.Content); j += 2 {
+				if r.Content[j].Value != "name" {
+					return nil, p.errf(r.Content[j], "config error, unknown key '%s' in replaces", r.Content[j].Value)
+				}
+				name = r.Content[j+1].Value
+			}
+		}
+		if name == "" {
+			return nil, p.errf(r, "should not have an empty replaces entry")
+		}
+		names = append(names, name)
+	}
+	return names, nil
 }
 
 // MaxLimitsPerDescriptor is the most limits a rate_limits list holds.

@@ -144,32 +144,10 @@ func Advise(ctx context.Context, q Question, workers int) ([]Candidate, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
-	type key struct {
-		d      string
-		sync   time.Duration
-		spread bool
-	}
-	var params []sim.Params
-	var keys []key
-	for _, d := range q.designs() {
-		for _, sync := range q.syncsOf(d) {
-			for _, k := range q.Gateways {
-				for s := 1; s <= q.Seeds; s++ {
-					pp := q.params(d, k, sync, uint64(s))
-					params = append(params, pp[0], pp[1])
-					keys = append(keys, key{d, sync, false}, key{d, sync, false})
-					if sp, ok := q.spreadParams(d, k, sync, uint64(s)); ok {
-						params = append(params, sp)
-						keys = append(keys, key{d, sync, true})
-					}
-				}
-			}
-		}
-	}
+	params, keys := q.adviceRuns()
 	out := sweep.Run(ctx, params, sweep.Options{Workers: workers, NoStoreCounts: true}) // advice weighs none
 	// per candidate and K: the mean over seeds; then the worst over K
-	type acc struct{ honest, flood, spread map[int][]sim.Result }
-	accs := map[key]*acc{}
+	accs := map[adviceKey]*adviceAcc{}
 	for i, o := range out {
 		if o.Err != nil {
 			return nil, fmt.Errorf("run %v: %w", params[i], o.Err)
@@ -181,7 +159,7 @@ func Advise(ctx context.Context, q Question, workers int) ([]Candidate, error) {
 		kk.spread = false
 		a := accs[kk]
 		if a == nil {
-			a = &acc{honest: map[int][]sim.Result{}, flood: map[int][]sim.Result{}, spread: map[int][]sim.Result{}}
+			a = &adviceAcc{honest: map[int][]sim.Result{}, flood: map[int][]sim.Result{}, spread: map[int][]sim.Result{}}
 			accs[kk] = a
 		}
 		m := a.honest
@@ -196,32 +174,70 @@ func Advise(ctx context.Context, q Question, workers int) ([]Candidate, error) {
 	var cands []Candidate
 	for _, d := range q.designs() {
 		for _, sync := range q.syncsOf(d) {
-			a := accs[key{d, sync, false}]
-			c := Candidate{Design: d, Sync: sync, SyncText: sync.String()}
-			info, _ := catalog.Lookup(d)
-			if info.NoSync {
-				c.SyncText = "" // it never syncs
-			}
-			for _, k := range q.Gateways {
-				h, f := sim.Mean(a.honest[k]), sim.Mean(a.flood[k])
-				c.WorstWindowX = math.Max(c.WorstWindowX, f.WorstWindowX)
-				c.AdmittedX = math.Max(c.AdmittedX, f.AdmittedX)
-				c.RejectedPct = math.Max(c.RejectedPct, h.RejectedPct)
-				c.RoundTripPct = math.Max(c.RoundTripPct, h.RoundTripPct)
-				c.StoreCallsPerSec = math.Max(c.StoreCallsPerSec, storeCalls(a.honest[k], adviseHonest*q.Window))
-				spread := f.WorstWindowX
-				if rs := a.spread[k]; len(rs) > 0 {
-					spread = sim.Mean(rs).WorstWindowX
-				}
-				c.SpreadWorstWindowX = math.Max(c.SpreadWorstWindowX, spread)
-				if !info.NoSync {
-					c.SyncsPerSec = math.Max(c.SyncsPerSec, float64(k)/sync.Seconds())
-				}
-			}
-			cands = append(cands, c)
+			cands = append(cands, q.candidate(d, sync, accs[adviceKey{d, sync, false}]))
 		}
 	}
 	return Rank(cands, q.Budgets), nil
+}
+
+// adviceKey names a candidate's runs: design, Δ, and whether they are the
+// spread flood's.
+type adviceKey struct {
+	d      string
+	sync   time.Duration
+	spread bool
+}
+
+// adviceAcc are a candidate's results by K: honest, flood, spread flood.
+type adviceAcc struct{ honest, flood, spread map[int][]sim.Result }
+
+// adviceRuns are every run advice weighs, each with its candidate's key.
+func (q Question) adviceRuns() ([]sim.Params, []adviceKey) {
+	var params []sim.Params
+	var keys []adviceKey
+	for _, d := range q.designs() {
+		for _, sync := range q.syncsOf(d) {
+			for _, k := range q.Gateways {
+				for s := 1; s <= q.Seeds; s++ {
+					pp := q.params(d, k, sync, uint64(s))
+					params = append(params, pp[0], pp[1])
+					keys = append(keys, adviceKey{d, sync, false}, adviceKey{d, sync, false})
+					if sp, ok := q.spreadParams(d, k, sync, uint64(s)); ok {
+						params = append(params, sp)
+						keys = append(keys, adviceKey{d, sync, true})
+					}
+				}
+			}
+		}
+	}
+	return params, keys
+}
+
+// candidate is design d at Δ sync, its figures the worst over K of the
+// means over seeds of a's runs.
+func (q Question) candidate(d string, sync time.Duration, a *adviceAcc) Candidate {
+	c := Candidate{Design: d, Sync: sync, SyncText: sync.String()}
+	info, _ := catalog.Lookup(d)
+	if info.NoSync {
+		c.SyncText = "" // it never syncs
+	}
+	for _, k := range q.Gateways {
+		h, f := sim.Mean(a.honest[k]), sim.Mean(a.flood[k])
+		c.WorstWindowX = math.Max(c.WorstWindowX, f.WorstWindowX)
+		c.AdmittedX = math.Max(c.AdmittedX, f.AdmittedX)
+		c.RejectedPct = math.Max(c.RejectedPct, h.RejectedPct)
+		c.RoundTripPct = math.Max(c.RoundTripPct, h.RoundTripPct)
+		c.StoreCallsPerSec = math.Max(c.StoreCallsPerSec, storeCalls(a.honest[k], adviseHonest*q.Window))
+		spread := f.WorstWindowX
+		if rs := a.spread[k]; len(rs) > 0 {
+			spread = sim.Mean(rs).WorstWindowX
+		}
+		c.SpreadWorstWindowX = math.Max(c.SpreadWorstWindowX, spread)
+		if !info.NoSync {
+			c.SyncsPerSec = math.Max(c.SyncsPerSec, float64(k)/sync.Seconds())
+		}
+	}
+	return c
 }
 
 // storeCalls is the store calls (syncs and round trips) per second of

@@ -445,7 +445,23 @@ func serve(ctx context.Context, sf serveFlags, src rls.Source, cfg *rls.Config, 
 	errs := make(chan error, 3)
 	go func() { errs <- gs.Serve(gl) }()
 	go func() { errs <- hs.Serve(hl) }()
-	var ms *http.Server
+	ms, ds := sf.sideServers(svc, errs, log)
+	if ds != nil {
+		defer ds.Close()
+	}
+	go rls.Watch(ctx, src, svc, log, sf.reload)
+	sf.logServing(log, src, set, lim, gl, hl)
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errs:
+	}
+	return sf.shutdown(log, svc, lim, gs, []*http.Server{hs, ms}, serveErr)
+}
+
+// sideServers starts the metrics and debug listeners the flags ask for
+// (nil for each they leave out), their errors sent to errs.
+func (sf serveFlags) sideServers(svc *rls.Service, errs chan<- error, log *slog.Logger) (ms, ds *http.Server) {
 	if sf.metricsAddr != "" {
 		ms = &http.Server{Addr: sf.metricsAddr, Handler: metricsOnly(svc.Handler(), sf.metricsPath), ReadHeaderTimeout: 5 * time.Second}
 		go func() { errs <- ms.ListenAndServe() }()
@@ -455,11 +471,14 @@ func serve(ctx context.Context, sf serveFlags, src rls.Source, cfg *rls.Config, 
 			log.Warn("fleetlimit serve: the debug listener serves Go's profiles on every interface; set DEBUG_HOST=127.0.0.1 (or --debug-addr 127.0.0.1:PORT) to keep them private",
 				"debug", sf.debugAddr)
 		}
-		ds := &http.Server{Addr: sf.debugAddr, Handler: debugMux(), ReadHeaderTimeout: 5 * time.Second}
+		ds = &http.Server{Addr: sf.debugAddr, Handler: debugMux(), ReadHeaderTimeout: 5 * time.Second}
 		go func() { errs <- ds.ListenAndServe() }()
-		defer ds.Close()
 	}
-	go rls.Watch(ctx, src, svc, log, sf.reload)
+	return ms, ds
+}
+
+// logServing says, once, what serve is serving and how.
+func (sf serveFlags) logServing(log *slog.Logger, src rls.Source, set rls.Settings, lim *limiter.Limiter, gl, hl net.Listener) {
 	where := "embedded store"
 	if sf.redis.addr != "" {
 		where = fmt.Sprintf("redis (%s) %s", sf.redis.typ, redactURL(sf.redis.addr))
@@ -468,13 +487,12 @@ func serve(ctx context.Context, sf serveFlags, src rls.Source, cfg *rls.Config, 
 		"design", set.Design, "window_kind", set.WindowKind, "window_buckets", set.WindowBuckets, "sync", set.Sync,
 		"gateway", fmt.Sprintf("%d/%d", lim.Fleet().Gateway, lim.Fleet().Gateways), "membership", set.Membership, "store", where,
 		"tracing", sf.tracing.on)
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-errs:
-	}
-	// Not serving first, so that load balancers stop sending; then drain
-	// the connections; then flush the store.
+}
+
+// shutdown stops serving after serveErr (nil: a signal): not serving
+// first, so that load balancers stop sending; then it drains the
+// connections; then it flushes the store.
+func (sf serveFlags) shutdown(log *slog.Logger, svc *rls.Service, lim *limiter.Limiter, gs *grpc.Server, hss []*http.Server, serveErr error) error {
 	svc.Drain()
 	log.Info("fleetlimit serve: shutting down: health is NOT_SERVING; draining", "drain_delay", sf.drain)
 	if serveErr == nil {
@@ -482,9 +500,10 @@ func serve(ctx context.Context, sf serveFlags, src rls.Source, cfg *rls.Config, 
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	hs.Shutdown(sctx)
-	if ms != nil {
-		ms.Shutdown(sctx)
+	for _, h := range hss {
+		if h != nil {
+			h.Shutdown(sctx)
+		}
 	}
 	gs.GracefulStop()
 	if err := svc.Close(); err != nil {

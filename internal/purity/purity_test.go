@@ -1,7 +1,11 @@
 package purity
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -117,5 +121,39 @@ func TestDesignDocTableIsTheImportMap(t *testing.T) {
 		} else if got != want {
 			t.Errorf("docs/design.md says %s may import %s; the import map says %s", pkg, got, want)
 		}
+	}
+}
+
+// MaxFuncLines is the longest a function outside tests may be: one that
+// cannot be read at once is cut.
+const MaxFuncLines = 80
+
+func TestNoFunctionIsTooLong(t *testing.T) {
+	err := filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != "../.." {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		fs := token.NewFileSet()
+		f, err := parser.ParseFile(fs, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Body != nil {
+				if n := fs.Position(fd.End()).Line - fs.Position(fd.Pos()).Line + 1; n > MaxFuncLines {
+					t.Errorf("%s: %s is %d lines, over %d", path, fd.Name.Name, n, MaxFuncLines)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
