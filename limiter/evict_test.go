@@ -118,6 +118,7 @@ func evictionSuite(t *testing.T, n, maxKeys int, delta time.Duration, designs ..
 // most 1% of such keys are admitted twice. A fiftieth of the full scale,
 // for the run under the race detector; TestEvictionAtScale has the rest.
 func TestEvictedKeysLearnBeforeTheyAdmit(t *testing.T) {
+	t.Parallel() // waits on the clock and on its own servers: beside the others
 	evictionSuite(t, 20_000, 2_000, time.Second, "shared-counter", "headroom", "split", "central-log")
 }
 

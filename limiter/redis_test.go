@@ -217,6 +217,7 @@ func TestFleetOnRedis(t *testing.T) {
 // exactly once, none withdrawn. With FLEETLIMIT_QUIET_MACHINE set, no Allow
 // may wait much longer than the timeout.
 func TestRedisFailureAndRecovery(t *testing.T) {
+	t.Parallel() // waits on the clock and on its own servers: beside the others
 	for _, name := range []string{"central-log", "shared-counter", "headroom", "lease-ask"} {
 		t.Run(name, func(t *testing.T) {
 			srv := redistest.StartPersistent(t)

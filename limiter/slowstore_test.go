@@ -143,6 +143,9 @@ func (f slowFleet) gateways(t *testing.T, p *slowproxy.Proxy, dsg, prefix string
 		l, err := New(Config{Design: dsg, Limit: f.limit, Window: f.window, Sync: f.sync, Timeout: f.timeout,
 			Gateways: f.k, Gateway: i, Store: st, Logger: quietLog, Fleet: prefix})
 		if err != nil {
+			for _, l := range ls { // none may go on writing r once the run gives up
+				l.Close()
+			}
 			return nil, nil, err
 		}
 		r.watch(l, i, mu)

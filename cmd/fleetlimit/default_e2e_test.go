@@ -33,6 +33,7 @@ descriptors:
 // most the window's true one: the check cannot fail on a busy machine's
 // latency, only on admits past the bound.
 func TestServeDefaultDesignHoldsAFlood(t *testing.T) {
+	t.Parallel() // waits on the clock and on its own servers: beside the others
 	if design.Default != "permit" {
 		t.Fatalf("the bound below is permit's; the default is %s", design.Default)
 	}

@@ -25,6 +25,7 @@ import (
 // is back, and NOT_SERVING after SIGTERM before the process exits. Server
 // reflection lists the services, as grpcurl's "list" asks.
 func TestServeHealthTransitions(t *testing.T) {
+	t.Parallel() // waits on the clock and on its own servers: beside the others
 	srv := redistest.Start(t)
 	cfg := filepath.Join(t.TempDir(), "limits.yaml")
 	os.WriteFile(cfg, []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\nfleetlimit:\n  sync: 50ms\n"), 0o644)

@@ -37,6 +37,7 @@ fleetlimit:
 // nothing), which come back through the survivors' syncs, so that the
 // fleet admits all of L.
 func TestServeMembership(t *testing.T) {
+	t.Parallel() // waits on the clock and on its own servers: beside the others
 	srv := redistest.Start(t)
 	const limit = 60
 	cfgPath := filepath.Join(t.TempDir(), "limits.yaml")

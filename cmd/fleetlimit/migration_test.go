@@ -32,6 +32,7 @@ type migrationStep struct {
 // which an upstream replica (an INCRBY of the key, as upstream's pipeline
 // sends) shares.
 func TestMigrationSideBySide(t *testing.T) {
+	t.Parallel() // waits on the clock and on its own servers: beside the others
 	srv := redistest.Start(t)
 	up := startUpstreamServe(t, "REDIS_URL="+srv.Addr, "FLEETLIMIT_DESIGN=central-counter", "CACHE_KEY_PREFIX=mig_")
 	own := startUpstreamServe(t, "REDIS_URL="+srv.Addr, "FLEETLIMIT_DESIGN=central-log")

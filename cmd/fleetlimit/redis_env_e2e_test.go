@@ -50,6 +50,7 @@ func TestServeUpstreamEnvRedisPasswordTLS(t *testing.T) {
 // each as upstream's REDIS_TYPE and REDIS_SOCKET_TYPE say, on upstream's
 // algorithm and on fleetlimit's default design.
 func TestServeRedisSentinelSocketCluster(t *testing.T) {
+	t.Parallel() // waits on the clock and on its own servers: beside the others
 	master := redistest.StartWith(t, redistest.Options{Password: "pw"})
 	sentinel := redistest.StartSentinel(t, master)
 	sock := redistest.StartWith(t, redistest.Options{Socket: true})

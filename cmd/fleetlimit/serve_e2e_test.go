@@ -60,6 +60,7 @@ fleetlimit:
 // averaged over the hour, is far below one), so at most 2K over; and for
 // permit, whose lent slots may pass it by ⌊t·L⌋ = 5.
 func TestServeFleetEndToEnd(t *testing.T) {
+	t.Parallel() // waits on the clock and on its own servers: beside the others
 	for _, d := range []struct {
 		name  string
 		slack func(limit int) int
@@ -68,7 +69,10 @@ func TestServeFleetEndToEnd(t *testing.T) {
 		{"headroom", func(int) int { return 2 * 3 }},
 		{"permit", func(limit int) int { return int(math.Floor(design.PermitTolerance * float64(limit))) }},
 	} {
-		t.Run(d.name, func(t *testing.T) { serveFleet(t, d.name, d.slack) })
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			serveFleet(t, d.name, d.slack)
+		})
 	}
 }
 

@@ -403,7 +403,7 @@ func TestUpstreamScripts(t *testing.T) {
 	for _, d := range upstreamDesigns {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			s := startUpstreamServe(t, "REDIS_URL="+redistest.Start(t).Addr, "FLEETLIMIT_DESIGN="+d, "FLEETLIMIT_SYNC=100ms",
+			s := startUpstreamServe(t, "REDIS_URL="+redistest.Start(t).Addr, "FLEETLIMIT_DESIGN="+d, "FLEETLIMIT_SYNC="+replaySync(d),
 				"RESPONSE_DYNAMIC_METADATA=true", "CACHE_KEY_PREFIX=scripts_")
 			all := scripts()
 			names := slices.Sorted(maps.Keys(all))
