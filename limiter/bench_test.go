@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
@@ -23,7 +24,7 @@ import (
 // never reached, so that every request is admitted and becomes a stamp the
 // store keeps (the background sync's cost shares the 2 cores).
 func BenchmarkAllow(b *testing.B) {
-	for _, name := range slidingDesigns() {
+	for _, name := range design.Sliding() {
 		b.Run(name+"/over", func(b *testing.B) {
 			l, err := New(Config{Design: name, Limit: 100, Window: time.Minute, Sync: 100 * time.Millisecond, Logger: quietLog})
 			if err != nil {
@@ -66,7 +67,7 @@ func BenchmarkAllow(b *testing.B) {
 // BenchmarkAllowParallel: the "over" case under b.RunParallel, the
 // goroutines spread over 64 warm keys past their limit.
 func BenchmarkAllowParallel(b *testing.B) {
-	for _, name := range slidingDesigns() {
+	for _, name := range design.Sliding() {
 		b.Run(name, func(b *testing.B) {
 			l, err := New(Config{Design: name, Limit: 100, Window: time.Minute, Sync: 100 * time.Millisecond, Logger: quietLog})
 			if err != nil {

@@ -7,17 +7,6 @@ import (
 	"github.com/fleetlimit/fleetlimit/internal/design"
 )
 
-// slidingDesigns are the live designs that count in a sliding window.
-func slidingDesigns() []string {
-	var out []string
-	for _, n := range design.Names() {
-		if i, _ := design.Lookup(n); !i.FixedWindow {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // testDesigns are the variants the tests run by name (a watched headroom):
 // lookup finds them first.
 var testDesigns sync.Map

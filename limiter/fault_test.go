@@ -259,7 +259,7 @@ func TestStoreThatLostItsData(t *testing.T) {
 	for _, how := range []string{"flushall", "restart"} {
 		t.Run(how, func(t *testing.T) {
 			srv := redistest.Start(t) // no persistence
-			names := slidingDesigns()
+			names := design.Sliding()
 			type result struct {
 				worst, admitted, forgotten int
 				logged                     []int

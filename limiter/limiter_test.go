@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/store/memstore"
 )
@@ -35,7 +36,7 @@ func mustNew(t *testing.T, c Config) *Limiter {
 }
 
 func TestEveryDesignHoldsTheLimitAlone(t *testing.T) {
-	for _, name := range slidingDesigns() {
+	for _, name := range design.Sliding() {
 		t.Run(name, func(t *testing.T) {
 			ck := newClock()
 			l := mustNew(t, Config{Design: name, Limit: 5, Window: time.Minute, Now: ck.now})

@@ -123,7 +123,7 @@ func TestFleetOnRedis(t *testing.T) {
 		buckets int
 	}
 	var runs []run1
-	for _, name := range slidingDesigns() {
+	for _, name := range design.Sliding() {
 		runs = append(runs, run1{name, 0})
 	}
 	for _, name := range []string{"central-log", "lease-ask", "shared-counter"} {

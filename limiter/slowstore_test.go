@@ -306,7 +306,7 @@ func TestSlowStore(t *testing.T) {
 	const d = 24 * time.Second
 	suite := slowSuite
 	suite.watchHeadroom(t)
-	names := slidingDesigns()
+	names := design.Sliding()
 	runs := make([][]slowRun, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {

@@ -16,7 +16,7 @@ import (
 // from the last window's arrivals). round-trips/op is the share of
 // decisions that asked the store.
 func BenchmarkDecide(b *testing.B) {
-	for _, name := range slidingDesigns() {
+	for _, name := range design.Sliding() {
 		b.Run(name, func(b *testing.B) {
 			spec := window.Spec{Size: time.Second}
 			c := design.Config{Limit: 1e9, Window: spec, Gateways: 8, Sync: time.Millisecond}

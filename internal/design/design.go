@@ -231,6 +231,18 @@ func Names() []string {
 	return names
 }
 
+// Sliding returns the designs that count in a sliding window (every one
+// but the fixed-window ones), in Names' order.
+func Sliding() []string {
+	var out []string
+	for _, n := range Names() {
+		if !registry[n].FixedWindow {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // New builds the named design for one gateway.
 func New(name string, c Config) (Gateway, error) {
 	i, err := Lookup(name)

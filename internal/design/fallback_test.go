@@ -88,7 +88,7 @@ func TestFallbackFleetBound(t *testing.T) {
 	)
 	ms := int64(time.Millisecond)
 	spec := window.Spec{Size: 10 * time.Second}
-	for _, name := range slidingDesigns() {
+	for _, name := range design.Sliding() {
 		t.Run(name, func(t *testing.T) {
 			key := memstore.NewKey(limit, spec)
 			gws := make([]design.Gateway, k)
@@ -183,7 +183,7 @@ func TestFallbackAdmitsDuringASyncArePushedNext(t *testing.T) {
 // plus one sync interval's arrivals.
 func TestForgottenKeyIsReseeded(t *testing.T) {
 	exact := map[string]bool{"central-log": true, "lease": true, "lease-ask": true, "headroom": true}
-	for _, name := range slidingDesigns() {
+	for _, name := range design.Sliding() {
 		t.Run(name, func(t *testing.T) {
 			const limit, k, perSync = 60, 3, 200 // arrivals in one sync interval
 			kept := forgetRun(t, name, false)
@@ -325,15 +325,4 @@ func TestCentralLogNotedAnswersTellTheSame(t *testing.T) {
 	if views == 0 {
 		t.Fatal("no view between empty and full: the test compared nothing of interest")
 	}
-}
-
-// slidingDesigns are the designs that count in a sliding window.
-func slidingDesigns() []string {
-	var out []string
-	for _, n := range design.Names() {
-		if i, _ := design.Lookup(n); !i.FixedWindow {
-			out = append(out, n)
-		}
-	}
-	return out
 }
