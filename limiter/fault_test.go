@@ -255,7 +255,6 @@ func (c *lines) count() int {
 // L plus one sync interval's arrivals, where it used to hold up to 2 L;
 // the exact designs hold L + K.
 func TestStoreThatLostItsData(t *testing.T) {
-	t.Parallel() // waits on the clock and on its own servers: beside the others
 	for _, how := range []string{"flushall", "restart"} {
 		t.Run(how, func(t *testing.T) {
 			srv := redistest.Start(t) // no persistence
