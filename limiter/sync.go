@@ -68,67 +68,95 @@ func (l *Limiter) syncNow(ctx context.Context, start time.Time) error {
 		all = append(all, v.(*entry))
 		return true
 	})
-	orphans := l.orphans.all()
-	// Retired entries' last pushes go first: a key re-created since
-	// pushes with a later epoch, and a store ignores earlier epochs' pushes
-	// once it has seen a later one.
-	ents, items := l.pushes(all, now, orphans)
-	err := l.pingIfIdle(ctx, len(items))
-	synced := 0
-	var forgot []*entry
-	for lo := 0; lo < len(items) && err == nil; lo += l.cfg.SyncBatch {
-		hi := min(lo+l.cfg.SyncBatch, len(items))
-		cctx, cancel := context.WithTimeout(ctx, l.cfg.SyncTimeout)
-		err = l.st.Sync(cctx, now, items[lo:hi])
-		cancel()
-		if err == nil {
-			forgot = l.pull(ents, items[len(orphans):], lo-len(orphans), hi-len(orphans), now, forgot)
-			synced = hi
-		}
+	sent, err := l.sendOrphans(ctx, now)
+	keys, forgot := 0, []*entry(nil)
+	if err == nil {
+		var n int
+		n, keys, forgot, err = l.syncKeys(ctx, all, nil)
+		sent += n
+	}
+	if err == nil && sent == 0 {
+		err = l.pingIfIdle(ctx)
 	}
 	if err != nil {
 		if ctx.Err() == nil { // the store failed, not the caller (Close)
 			l.stats.storeErrors.Add(1)
 			l.storeFailed(err)
 		}
-		return fmt.Errorf("limiter: sync of %d keys stopped after %d: %w", len(items), synced, err)
+		return fmt.Errorf("limiter: sync stopped after %d items: %w", sent, err)
 	}
-	l.orphans.drop(len(orphans))
 	l.storeOK()
 	l.stats.syncs.Add(1)
 	l.stats.lastSync.Store(int64(time.Since(start)))
-	l.stats.lastKeys.Store(int64(len(ents)))
+	l.stats.lastKeys.Store(int64(keys))
 	l.evictIdle(all, now)
 	l.reseed(ctx, forgot)
 	return nil
 }
 
-// reseed syncs at once the keys a sync found forgotten by the store, so
-// that their designs push their admits of the window again within this
-// sync rather than the next.
-func (l *Limiter) reseed(ctx context.Context, forgot []*entry) {
-	if len(forgot) == 0 {
-		return
-	}
-	now := l.now()
-	ents, items := l.pushes(forgot, now, nil)
+// sendOrphans delivers the last pushes of retired entries, batch by batch,
+// before any live key's: a key re-created since pushes with a later epoch,
+// and a store ignores earlier epochs' pushes once it has seen a later one.
+// It returns how many it delivered.
+func (l *Limiter) sendOrphans(ctx context.Context, now int64) (int, error) {
+	items := l.orphans.all()
 	for lo := 0; lo < len(items); lo += l.cfg.SyncBatch {
 		hi := min(lo+l.cfg.SyncBatch, len(items))
-		cctx, cancel := context.WithTimeout(ctx, l.cfg.SyncTimeout)
-		err := l.st.Sync(cctx, now, items[lo:hi])
-		cancel()
-		if err != nil {
-			return // the next sync pushes the re-seed
+		if err := l.send(ctx, now, items[lo:hi]); err != nil {
+			l.orphans.drop(lo)
+			return lo, err
 		}
-		l.pull(ents, items, lo, hi, now, nil)
+	}
+	l.orphans.drop(len(items))
+	return len(items), nil
+}
+
+// syncKeys syncs the entries of all that need it a batch at a time: each
+// batch is pushed just before it is sent and pulled as soon as it answers,
+// so that a key is in a sync (where its design may send its requests to
+// the store) only while its own batch is out, not while the whole fleet
+// of keys is. It returns the items sent, the entries synced, and forgot
+// with the entries the store turned out to have forgotten appended.
+func (l *Limiter) syncKeys(ctx context.Context, all, forgot []*entry) (sent, synced int, _ []*entry, err error) {
+	for len(all) > 0 {
+		now := l.now()
+		var ents []*entry
+		var items []store.SyncItem
+		ents, items, all = l.pushes(all, now, l.cfg.SyncBatch)
+		if len(items) == 0 {
+			continue
+		}
+		if err := l.send(ctx, now, items); err != nil {
+			return sent, synced, forgot, err
+		}
+		sent += len(items)
+		synced += len(ents)
+		forgot = l.pull(ents, items, now, forgot)
+	}
+	return sent, synced, forgot, nil
+}
+
+// send is one store call, within SyncTimeout.
+func (l *Limiter) send(ctx context.Context, now int64, items []store.SyncItem) error {
+	cctx, cancel := context.WithTimeout(ctx, l.cfg.SyncTimeout)
+	defer cancel()
+	return l.st.Sync(cctx, now, items)
+}
+
+// reseed syncs at once the keys a sync found forgotten by the store, so
+// that their designs push their admits of the window again within this
+// sync rather than the next; if the store fails, the next sync pushes them.
+func (l *Limiter) reseed(ctx context.Context, forgot []*entry) {
+	if len(forgot) > 0 {
+		_, _, _, _ = l.syncKeys(ctx, forgot, nil)
 	}
 }
 
 // pingIfIdle pings the store when a sync has nothing to send, so that the
 // degraded state follows the store even while no key needs it.
-func (l *Limiter) pingIfIdle(ctx context.Context, items int) error {
+func (l *Limiter) pingIfIdle(ctx context.Context) error {
 	p, ok := l.st.(store.Pinger)
-	if items > 0 || !ok {
+	if !ok {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, l.cfg.SyncTimeout)
@@ -136,14 +164,16 @@ func (l *Limiter) pingIfIdle(ctx context.Context, items int) error {
 	return p.Ping(cctx)
 }
 
-// pushes starts the sync of every entry that needs one, and returns those
-// entries and the items to send: first, then an item per entry in the same
-// order.
-func (l *Limiter) pushes(all []*entry, now int64, first []store.SyncItem) ([]*entry, []store.SyncItem) {
-	ents := all[:0:0]
-	items := append(make([]store.SyncItem, 0, len(first)+len(all)), first...)
+// pushes starts the sync of the first entries of all that need one, up to
+// most of them, and returns those entries, an item per entry in the same
+// order, and the entries not looked at yet.
+func (l *Limiter) pushes(all []*entry, now int64, most int) ([]*entry, []store.SyncItem, []*entry) {
+	var ents []*entry
+	var items []store.SyncItem
 	gone := l.fleet.Load().gone
-	for _, e := range all {
+	i := 0
+	for ; i < len(all) && len(items) < most; i++ {
+		e := all[i]
 		e.mu.Lock()
 		if e.evicted {
 			e.mu.Unlock()
@@ -160,7 +190,7 @@ func (l *Limiter) pushes(all []*entry, now int64, first []store.SyncItem) ([]*en
 		}
 		e.mu.Unlock()
 	}
-	return ents, items
+	return ents, items, all[i:]
 }
 
 // lazy is implemented by designs whose syncs can be left out, exactly,
@@ -183,12 +213,11 @@ func quietSync(gw design.Gateway) bool {
 	return ok && lz.QuietSyncs() > 0 && !lz.PullsView() && gw.Held() == 0
 }
 
-// pull hands the store's answers for items[lo:hi] to their entries,
-// items[i] being ents[i]'s, and returns forgot with the entries the store
-// turned out to have forgotten appended.
-func (l *Limiter) pull(ents []*entry, items []store.SyncItem, lo, hi int, now int64, forgot []*entry) []*entry {
-	for i := max(lo, 0); i < hi && i < len(ents); i++ {
-		e := ents[i]
+// pull hands the store's answers to their entries, items[i] being
+// ents[i]'s, and returns forgot with the entries the store turned out to
+// have forgotten appended.
+func (l *Limiter) pull(ents []*entry, items []store.SyncItem, now int64, forgot []*entry) []*entry {
+	for i, e := range ents {
 		e.mu.Lock()
 		if !e.evicted {
 			e.gw.SyncPull(now, &items[i].Pull)
