@@ -275,7 +275,6 @@ func (c *counter) Forgotten() int { return c.local.forgot }
 func (h *headroom) Forgotten() int { return h.local.forgot }
 
 // Forgotten counts the store's losses of the key (Forgetful).
-func (l *lease) Forgotten() int { return l.local.forgot }
 
 // Forgotten counts the store's losses of the key (Forgetful).
 func (c *centralLog) Forgotten() int { return c.local.forgot }
@@ -335,4 +334,9 @@ func (l *lease) Inherit(now int64, old Gateway) {
 // Inherit takes old's local history (Heir).
 func (c *centralLog) Inherit(now int64, old Gateway) {
 	inherit(now, &c.local, old, func(o *centralLog) *local { return &o.local })
+}
+
+// Inherit takes old's local history (Heir).
+func (p *permit) Inherit(now int64, old Gateway) {
+	inherit(now, &p.local, old, func(o *permit) *local { return &o.local })
 }
