@@ -2,8 +2,8 @@
 // request a line, for a replay through the designs: the Common and Combined
 // Log Formats (Apache, nginx's default), JSON lines with named fields
 // (nginx's and Envoy's JSON logs), Envoy's default text format, and a plain
-// CSV of time, key, and optionally gateway and cost. A gzipped log is read
-// as it is (Open).
+// CSV of time, key, and optionally gateway and cost. A gzipped or
+// zstd-compressed log, or standard input, is read as it is (Open).
 //
 // It streams: memory does not grow with the log. A line it cannot read is
 // counted and the first few kept with their line numbers, never fatal
@@ -20,6 +20,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // Format is a log's line format.
@@ -27,21 +29,28 @@ type Format int
 
 // The formats.
 const (
-	CSV      Format = iota + 1 // time,key[,gateway][,cost], an optional header line
-	Common                     // host ident user [time] "request" status bytes
-	Combined                   // Common, then "referer" "user-agent"
-	JSON                       // one JSON object a line; fields by name (Options.TimeField)
-	Envoy                      // Envoy's default access log format
+	CSV        Format = iota + 1 // time,key[,gateway][,cost], an optional header line
+	Common                       // host ident user [time] "request" status bytes
+	Combined                     // Common, then "referer" "user-agent"
+	JSON                         // one JSON object a line; fields by name (Options.TimeField)
+	Envoy                        // Envoy's default access log format
+	ALB                          // AWS Application Load Balancer's access log
+	CloudFront                   // AWS CloudFront's standard access log (tab-separated, #Fields)
+	Caddy                        // Caddy's JSON access log (logger http.log.access)
 )
 
-var formatNames = map[string]Format{"csv": CSV, "common": Common, "combined": Combined, "json": JSON, "envoy": Envoy}
+var formatNames = map[string]Format{"csv": CSV, "common": Common, "combined": Combined, "json": JSON, "envoy": Envoy,
+	"alb": ALB, "cloudfront": CloudFront, "caddy": Caddy}
 
-// ParseFormat reads a format's name: csv, common, combined, json or envoy.
+// FormatNames lists the formats' names.
+const FormatNames = "csv, common, combined, json, envoy, alb, cloudfront or caddy"
+
+// ParseFormat reads a format's name (FormatNames).
 func ParseFormat(s string) (Format, error) {
 	if f, ok := formatNames[strings.ToLower(s)]; ok {
 		return f, nil
 	}
-	return 0, fmt.Errorf("log format %q: want csv, common, combined, json or envoy", s)
+	return 0, fmt.Errorf("log format %q: want %s", s, FormatNames)
 }
 
 // String is the format's name.
@@ -61,8 +70,9 @@ type Options struct {
 	// client's address ("ip") for the text formats, the "key" column for
 	// CSV.
 	Key Key
-	// TimeField is a JSON log's time field (default "time"): RFC 3339, the
-	// Common Log Format's time, or seconds since 1970 as a number.
+	// TimeField is a JSON log's time field: RFC 3339, the Common Log
+	// Format's time, or seconds since 1970 as a number. Empty: the first
+	// of TimeFields the log's first line has.
 	TimeField string
 	// Gateway, when set, names the field that says which gateway served
 	// the line (a JSON field, or "upstream-host" in Envoy's format; CSV's
@@ -106,6 +116,9 @@ type Reader struct {
 	lastT  int64
 	file   *countingReader   // the bytes read of the file, for progress
 	names  map[string]string // keys and gateways seen lately, to hand out one copy of each
+	cf     *textFields       // a CloudFront log's fields, as its #Fields line orders them
+	// detected: the format was detected (Detect)
+	detected bool
 }
 
 // maxNames bounds the names a Reader keeps to hand out again.
@@ -131,12 +144,23 @@ func (r *Reader) intern(s string) string {
 const MaxLine = 1 << 20
 
 // NewReader reads the log from r with opt.
+// With no Options.Format it detects the format from the log's first
+// lines (Detect); Reader.Format says which it chose.
 func NewReader(r io.Reader, opt Options) (*Reader, error) {
-	if opt.Format < CSV || opt.Format > Envoy {
-		return nil, errors.New("accesslog: no format given")
+	detected := false
+	if opt.Format == 0 {
+		br := bufio.NewReaderSize(r, 64<<10)
+		head, err := br.Peek(64 << 10)
+		if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+			return nil, err
+		}
+		if opt.Format, err = Detect(head); err != nil {
+			return nil, err
+		}
+		r, detected = br, true
 	}
-	if opt.TimeField == "" {
-		opt.TimeField = "time"
+	if opt.Format < CSV || opt.Format > Caddy {
+		return nil, fmt.Errorf("accesslog: format %d: want %s", opt.Format, FormatNames)
 	}
 	if opt.Key.parts == nil {
 		k := "ip"
@@ -148,44 +172,89 @@ func NewReader(r io.Reader, opt Options) (*Reader, error) {
 	if err := opt.Key.check(opt.Format); err != nil {
 		return nil, err
 	}
-	if opt.Gateway != "" && opt.Format != JSON && opt.Format != CSV && !(opt.Format == Envoy && opt.Gateway == "upstream-host") {
-		return nil, fmt.Errorf("accesslog: a %v log names no gateway field %q (json: any field; envoy: upstream-host; csv: its third column)", opt.Format, opt.Gateway)
+	if err := checkGateway(opt.Format, opt.Gateway); err != nil {
+		return nil, err
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), MaxLine)
-	return &Reader{opt: opt, sc: sc}, nil
+	return &Reader{opt: opt, sc: sc, detected: detected}, nil
 }
 
-// Open opens a log file, gunzipping it when it is gzipped, and returns a
-// Reader of it, the file's size in bytes (see Reader.Read) and its closer.
+// Format is the log's format: the one given, or the one detected.
+func (r *Reader) Format() Format { return r.opt.Format }
+
+// Detected reports whether the format was detected rather than given.
+func (r *Reader) Detected() bool { return r.detected }
+
+// TimeField is a JSON log's time field: the one given, or the one found
+// on its first line ("" before it is read, and for other formats).
+func (r *Reader) TimeField() string { return r.opt.TimeField }
+
+// Open opens a log file ("-": standard input), decompressing it when it is
+// gzipped or zstd-compressed (told by its first bytes, whatever its name),
+// and returns a Reader of it, the file's size in bytes (0 when unknown,
+// see Reader.Read) and its closer.
 func Open(path string, opt Options) (*Reader, int64, func() error, error) {
-	f, err := os.Open(path)
+	f, size, err := openFile(path)
 	if err != nil {
 		return nil, 0, nil, err
+	}
+	cf := &countingReader{r: f}
+	r, closeZ, err := decompress(bufio.NewReaderSize(cf, 256<<10))
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	closeAll := func() error { closeZ(); return f.Close() }
+	rd, err := NewReader(r, opt)
+	if err != nil {
+		closeAll()
+		return nil, 0, nil, err
+	}
+	rd.file = cf
+	return rd, size, closeAll, nil
+}
+
+// openFile opens path, or standard input for "-", and says its size (0
+// for a stream).
+func openFile(path string) (io.ReadCloser, int64, error) {
+	if path == "-" {
+		return io.NopCloser(os.Stdin), 0, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, 0, nil, err
+		return nil, 0, err
 	}
-	cf := &countingReader{r: f}
-	br := bufio.NewReaderSize(cf, 256<<10)
-	var r io.Reader = br
-	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+	size := st.Size()
+	if !st.Mode().IsRegular() {
+		size = 0 // a pipe or a device: no size to show progress against
+	}
+	return f, size, nil
+}
+
+// decompress reads br through gzip or zstd when its first bytes say so.
+func decompress(br *bufio.Reader) (io.Reader, func(), error) {
+	head, _ := br.Peek(4)
+	switch {
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			f.Close()
-			return nil, 0, nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, err
 		}
-		r = zr
+		return zr, func() { zr.Close() }, nil
+	case bytes.Equal(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, nil, err
+		}
+		return zr, zr.Close, nil
 	}
-	rd, err := NewReader(r, opt)
-	if err != nil {
-		f.Close()
-		return nil, 0, nil, err
-	}
-	rd.file = cf
-	return rd, st.Size(), f.Close, nil
+	return br, func() {}, nil
 }
 
 // Read returns the bytes of the file read so far (compressed, for a
@@ -262,6 +331,10 @@ func (r *Reader) parse(b []byte, l *Line) string {
 		return r.parseCSV(b, l)
 	case JSON:
 		return r.parseJSON(b, l)
+	case Caddy:
+		return r.parseCaddy(b, l)
+	case CloudFront:
+		return r.parseCloudFront(b, l)
 	}
 	return r.parseText(b, l)
 }

@@ -89,13 +89,15 @@ func (k Key) check(f Format) error {
 			ok = f == CSV
 		case "field", "prefix":
 			ok = f == JSON
-		case "ip", "method", "path":
+		case "ip":
+			ok = f != CSV
+		case "method", "path":
 			ok = f != CSV && f != JSON
 		case "user":
-			ok = f == Common || f == Combined
+			ok = f == Common || f == Combined || f == Caddy
 		case "header":
 			_, ok = layoutOf(f).headers[p.name]
-			ok = ok && f != CSV && f != JSON
+			ok = ok && f != CSV && f != JSON || f == Caddy
 		}
 		if !ok {
 			return fmt.Errorf("key %q: a %v log has no %s%s", k.spec, f, p.kind, map[bool]string{true: " " + p.name}[p.name != ""])
@@ -129,16 +131,19 @@ func (k Key) part(p keyPart, tok []string, lay *textFields, f Format) (string, s
 	var v string
 	switch p.kind {
 	case "ip":
-		v = tok[0]
-		if f == Envoy {
+		if lay.ipAt < 0 {
 			v, _, _ = strings.Cut(tok[lay.headers["x-forwarded-for"]], ",")
 			v = strings.TrimSpace(v)
+		} else if v = tok[lay.ipAt]; lay.ipPort {
+			v = hostOf(v)
 		}
 	case "user":
-		v = tok[2]
+		v = tok[lay.userAt]
 	case "method", "path":
-		m, path, ok := requestPath(tok[lay.requestAt])
-		if !ok {
+		m, path, ok := "", "", true
+		if lay.pathAt > 0 {
+			m, path = tok[lay.methodAt], tok[lay.pathAt]
+		} else if m, path, ok = requestPath(tok[lay.requestAt]); !ok {
 			return "", "request " + strconv.Quote(tok[lay.requestAt]) + " is not METHOD PATH PROTOCOL"
 		}
 		if v = m; p.kind == "path" {
@@ -162,6 +167,14 @@ func (k Key) json(b []byte) (string, string) {
 	for i, p := range k.parts {
 		if i > 0 {
 			out.WriteByte('+')
+		}
+		if p.kind == "ip" {
+			v, why := jsonIP(b)
+			if why != "" {
+				return "", why
+			}
+			out.WriteString(v)
+			continue
 		}
 		v := gjson.GetBytes(b, p.name)
 		if !v.Exists() || v.String() == "" {

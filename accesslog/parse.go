@@ -65,16 +65,35 @@ type textFields struct {
 	min                     int            // tokens a line needs
 	timeLayout              string
 	timeAt                  int
-	requestAt               int
+	requestAt               int // the request line "METHOD PATH PROTOCOL"
+	methodAt, pathAt        int // or, with pathAt > 0, its method and path apart
+	ipAt                    int // the client's address; -1: X-Forwarded-For's first
+	ipPort                  bool
 	gatewayAt               int // -1: none
+	userAt                  int // -1: none
 }
 
 var (
-	common   = textFields{min: 7, timeLayout: clfTime, timeAt: 3, requestAt: 4, gatewayAt: -1}
-	combined = textFields{min: 9, timeLayout: clfTime, timeAt: 3, requestAt: 4, gatewayAt: -1,
+	common   = textFields{min: 7, timeLayout: clfTime, timeAt: 3, requestAt: 4, gatewayAt: -1, userAt: 2}
+	combined = textFields{min: 9, timeLayout: clfTime, timeAt: 3, requestAt: 4, gatewayAt: -1, userAt: 2,
 		headers: map[string]int{"referer": 7, "user-agent": 8}}
-	envoy = textFields{min: 13, timeLayout: envoyTime, timeAt: 0, requestAt: 1, gatewayAt: 12,
+	envoy = textFields{min: 13, timeLayout: envoyTime, timeAt: 0, requestAt: 1, gatewayAt: 12, ipAt: -1, userAt: -1,
 		headers: map[string]int{"x-forwarded-for": 8, "user-agent": 9, "x-request-id": 10, "authority": 11, ":authority": 11, "host": 11}}
+	// alb: type time elb client:port target:port three times, two status
+	// codes, two sizes, "request" "user_agent" ssl_cipher ssl_protocol
+	// target_group_arn "trace_id" "domain_name" "chosen_cert_arn"
+	// matched_rule_priority request_creation_time ...; the line's time is
+	// when the response was sent, request_creation_time when the request
+	// came: the request's time here
+	alb = textFields{min: 22, timeLayout: time.RFC3339Nano, timeAt: 21, requestAt: 12, gatewayAt: 2, ipAt: 3, ipPort: true, userAt: -1,
+		headers: map[string]int{"user-agent": 13}}
+	// cloudfront: the standard log's fields in their documented order
+	// (a #Fields line reorders them): date time x-edge-location sc-bytes
+	// c-ip cs-method cs(Host) cs-uri-stem sc-status cs(Referer)
+	// cs(User-Agent) cs-uri-query cs(Cookie) x-edge-result-type
+	// x-edge-request-id x-host-header cs-protocol cs-bytes time-taken ...
+	cloudfront = textFields{min: 19, timeAt: 0, requestAt: 18, methodAt: 5, pathAt: 7, gatewayAt: 2, ipAt: 4, userAt: -1,
+		headers: map[string]int{"host": 6, "referer": 9, "user-agent": 10}}
 )
 
 func layoutOf(f Format) *textFields {
@@ -83,11 +102,15 @@ func layoutOf(f Format) *textFields {
 		return &common
 	case Combined:
 		return &combined
+	case ALB:
+		return &alb
+	case CloudFront:
+		return &cloudfront
 	}
 	return &envoy
 }
 
-// parseText reads a line of the Common, Combined or Envoy format.
+// parseText reads a line of the Common, Combined, Envoy or ALB format.
 func (r *Reader) parseText(b []byte, l *Line) string {
 	lay := layoutOf(r.opt.Format)
 	tok := r.tokens(b)
@@ -99,6 +122,12 @@ func (r *Reader) parseText(b []byte, l *Line) string {
 		return "time " + strconv.Quote(tok[lay.timeAt]) + " is not " + lay.timeLayout
 	}
 	l.Time = t
+	return r.textRest(tok, lay, l)
+}
+
+// textRest reads the key, the client and the gateway of a text line whose
+// time is read.
+func (r *Reader) textRest(tok []string, lay *textFields, l *Line) string {
 	key, why := r.opt.Key.text(tok, lay, r.opt.Format)
 	if why != "" {
 		return why
@@ -131,10 +160,25 @@ func requestPath(req string) (method, path string, ok bool) {
 		return "", "", false
 	}
 	path, _, _ = strings.Cut(rest, " ")
+	path = originForm(path)
 	if q := strings.IndexByte(path, '?'); q >= 0 {
 		path = path[:q]
 	}
 	return method, path, path != ""
+}
+
+// originForm is a request target's path: an absolute URL's
+// (http://host:80/a/b, as ALB logs it) without its scheme and host.
+func originForm(path string) string {
+	for _, scheme := range [...]string{"http://", "https://", "ws://", "wss://", "grpc://", "grpcs://"} {
+		if rest, ok := strings.CutPrefix(path, scheme); ok {
+			if i := strings.IndexByte(rest, '/'); i >= 0 {
+				return rest[i:]
+			}
+			return "/"
+		}
+	}
+	return path
 }
 
 // prefix is the first n segments of a path: /v1/users/7 at 2 is /v1/users.
@@ -213,6 +257,9 @@ func (r *Reader) parseJSON(b []byte, l *Line) string {
 	if !gjson.ValidBytes(b) {
 		return "not a JSON object"
 	}
+	if r.opt.TimeField == "" {
+		r.opt.TimeField = guessTimeField(b)
+	}
 	tv := gjson.GetBytes(b, r.opt.TimeField)
 	switch tv.Type {
 	case gjson.Number:
@@ -230,19 +277,15 @@ func (r *Reader) parseJSON(b []byte, l *Line) string {
 		}
 		l.Time = t
 	default:
+		if r.opt.TimeField == "" {
+			return "no time field (" + strings.Join(TimeFields, ", ") + "; name one with TimeField)"
+		}
 		return "no time field " + strconv.Quote(r.opt.TimeField)
 	}
 	key, why := r.opt.Key.json(b)
 	if why != "" {
 		return why
 	}
-	l.Key = key
-	if r.opt.Gateway != "" {
-		g := gjson.GetBytes(b, r.opt.Gateway)
-		if !g.Exists() || g.String() == "" {
-			return "no gateway field " + strconv.Quote(r.opt.Gateway)
-		}
-		l.Gateway = g.String()
-	}
-	return ""
+	l.Key = r.intern(key)
+	return r.jsonGateway(b, l)
 }

@@ -83,18 +83,28 @@ type Options struct {
 	// fast); Shift moves every time. 0 Speed is 1.
 	Speed float64
 	Shift time.Duration
-	// Horizon is how far back in time a line may come and still be put in
-	// its place (default 2 s); one further back is left out and counted
-	// (Report.Late), never moved.
+	// Horizon, when set, replays the log as it is read, holding back
+	// only the lines within Horizon of the latest: a line further back is
+	// left out and counted (Report.Late), never moved. 0, the default,
+	// orders the whole log first, whatever its disorder (servers write a
+	// line when a request ends, and merged or rotated logs are out of
+	// order by minutes): every readable line is replayed at its time.
 	Horizon time.Duration
-	Seed    uint64 // for routing and sync phases
-	Top     int    // keys named per design (default 5)
+	// OrderBuffer is how many lines the ordering holds in memory before it
+	// spills a sorted run to a temporary directory (default
+	// DefaultOrderBuffer); the runs are merged as the replay reads them.
+	OrderBuffer int
+	Seed        uint64 // for routing and sync phases
+	Top         int    // keys named per design (default 5)
 	// OnKey, when set, is called with each key's figures as a segment of
 	// it finishes.
 	OnKey func(KeyResult)
 	// Progress, when set, is called every so many lines with the lines
 	// read so far.
 	Progress func(lines int)
+	// Replaying, when set, is called every so many lines of an ordered
+	// replay (the log read whole first) with the lines replayed and all.
+	Replaying func(done, total int)
 }
 
 // Exact names the exact limit's figures in a Report.
@@ -166,7 +176,13 @@ type Report struct {
 	Unlimited int64 // requests no limit applied to (LimitOf)
 	Late      int64 // lines further back in time than Horizon, left out
 	LateLines []int // the first few of them
-	Bad       int   // unreadable lines
+	// Reordered are the lines that came after a later one and were put in
+	// their place; Disorder is the furthest back one came; Runs, the
+	// sorted runs the ordering spilled to disk.
+	Reordered int64
+	Disorder  time.Duration
+	Runs      int
+	Bad       int // unreadable lines
 	BadLines  []accesslog.BadLine
 	Start     int64 // the first request, Unix ns, as replayed
 	End       int64 // the last
@@ -194,8 +210,8 @@ func (opt *Options) validate() error {
 	if opt.Speed == 0 {
 		opt.Speed = 1
 	}
-	if opt.Horizon == 0 {
-		opt.Horizon = 2 * time.Second
+	if opt.OrderBuffer == 0 {
+		opt.OrderBuffer = DefaultOrderBuffer
 	}
 	if opt.Top == 0 {
 		opt.Top = 5
@@ -205,6 +221,8 @@ func (opt *Options) validate() error {
 		return fmt.Errorf("speed %v: want a positive factor", opt.Speed)
 	case opt.Horizon < 0:
 		return fmt.Errorf("horizon %v: want a duration of 0 or more", opt.Horizon)
+	case opt.OrderBuffer < 1:
+		return fmt.Errorf("order buffer %d: want at least 1 line", opt.OrderBuffer)
 	case opt.Routing < Even || opt.Routing > StickyClient:
 		return errors.New("no routing given")
 	case opt.Gateways < 1 || opt.Gateways > design.MaxGateways:
@@ -232,21 +250,14 @@ func Run(r *accesslog.Reader, opt Options) (Report, error) {
 		return Report{}, err
 	}
 	e := newEngine(opt)
-	var l accesslog.Line
-	for {
-		err := r.Next(&l)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return Report{}, err
-		}
-		if err := e.line(&l); err != nil {
-			return Report{}, err
-		}
-		if opt.Progress != nil && r.Lines()%65536 == 0 {
-			opt.Progress(r.Lines())
-		}
+	var err error
+	if opt.Horizon > 0 {
+		err = e.stream(r)
+	} else {
+		err = e.ordered(r)
+	}
+	if err != nil {
+		return Report{}, err
 	}
 	if err := e.finish(); err != nil {
 		return Report{}, err
@@ -254,6 +265,51 @@ func Run(r *accesslog.Reader, opt Options) (Report, error) {
 	e.rep.Lines = r.Lines()
 	e.rep.Bad, e.rep.BadLines = r.Bad()
 	return e.rep, nil
+}
+
+// stream replays the lines as r reads them, within the horizon.
+func (e *engine) stream(r *accesslog.Reader) error {
+	return e.read(r, func(p pendingLine) error { return e.line(p) })
+}
+
+// ordered reads the whole log into time order, then replays it.
+func (e *engine) ordered(r *accesslog.Reader) error {
+	o := newOrderer(e.opt.OrderBuffer)
+	defer o.close()
+	if err := e.read(r, o.add); err != nil {
+		return err
+	}
+	e.rep.Reordered, e.rep.Disorder, e.rep.Runs = o.behind, time.Duration(o.disorder), len(o.runs)
+	if len(o.runs) > 0 {
+		e.rep.Runs++ // the lines still held go out as one more
+	}
+	total, done := r.Lines(), 0
+	return o.each(func(p pendingLine) error {
+		if done++; e.opt.Replaying != nil && done%65536 == 0 {
+			e.opt.Replaying(done, total)
+		}
+		return e.line(p)
+	})
+}
+
+// read hands every line r reads to fn, as it comes.
+func (e *engine) read(r *accesslog.Reader, fn func(pendingLine) error) error {
+	var l accesslog.Line
+	for {
+		err := r.Next(&l)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(pendingLine{t: l.Time, key: l.Key, gw: l.Gateway, client: l.Client, cost: l.Cost, n: l.Number}); err != nil {
+			return err
+		}
+		if e.opt.Progress != nil && r.Lines()%65536 == 0 {
+			e.opt.Progress(r.Lines())
+		}
+	}
 }
 
 // engine is a replay in progress.
@@ -291,21 +347,22 @@ func newEngine(opt Options) *engine {
 	return e
 }
 
-// line takes one line of the log: into the horizon's heap, and out of it
-// those now more than Horizon behind the latest.
-func (e *engine) line(l *accesslog.Line) error {
+// line takes one line of the log, its time the log's: into the horizon's
+// heap, and out of it those now more than Horizon behind the latest.
+func (e *engine) line(p pendingLine) error {
 	if !e.started {
-		e.first, e.started = l.Time, true
+		e.first, e.started = p.t, true
 	}
-	t := e.first + int64(float64(l.Time-e.first)/e.opt.Speed) + int64(e.opt.Shift)
+	t := e.first + int64(float64(p.t-e.first)/e.opt.Speed) + int64(e.opt.Shift)
 	if e.rep.Requests > 0 && t < e.last {
 		e.rep.Late++
 		if len(e.rep.LateLines) < accesslog.ShownBad {
-			e.rep.LateLines = append(e.rep.LateLines, l.Number)
+			e.rep.LateLines = append(e.rep.LateLines, p.n)
 		}
 		return nil
 	}
-	e.pending.push(pendingLine{t: t, key: l.Key, gw: l.Gateway, client: l.Client, cost: l.Cost, n: l.Number})
+	p.t = t
+	e.pending.push(p)
 	e.maxSeen = max(e.maxSeen, t)
 	for e.pending.len() > 0 && e.pending.front().t < e.maxSeen-int64(e.opt.Horizon) {
 		if err := e.pass(e.pending.pop()); err != nil {

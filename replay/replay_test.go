@@ -122,9 +122,12 @@ func writeLog(t *testing.T, f accesslog.Format, reqs []request, gz bool) string 
 }
 
 // TestReplayEveryFormat replays the same traffic written in every format
-// (gzipped, with bad lines, disorder and a late line, the key from a header
-// or a field) through every design: the exact limit's admits equal an
-// exact count made here, per key; each design's figures add up.
+// (gzipped, with bad lines, disorder and a line three minutes late, the key
+// from a header or a field) through every design, ordered whole (in memory
+// and spilled to runs) and within a horizon of 2 s: the exact limit's
+// admits equal an exact count made here, per key; each design's figures
+// add up; the late line is replayed in its place when the log is ordered,
+// and left out and counted past the horizon.
 func TestReplayEveryFormat(t *testing.T) {
 	reqs := traffic(7)
 	want := exactAdmits(reqs, 10, time.Minute)
@@ -140,49 +143,65 @@ func TestReplayEveryFormat(t *testing.T) {
 		{accesslog.JSON, "field:http_x_api_key", "node", func(ip string) string { return "key-" + ip }},
 		{accesslog.Envoy, "ip", "upstream-host", nil},
 	} {
-		t.Run(c.f.String(), func(t *testing.T) {
-			key, err := accesslog.ParseKey(c.key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, _, closeFn, err := accesslog.Open(writeLog(t, c.f, reqs, c.f != accesslog.Common), accesslog.Options{Format: c.f, Key: key, Gateway: c.gateway})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closeFn()
-			routing := FromLog
-			if c.gateway == "" {
-				routing = Even
-			}
-			got := map[string]int64{}
-			rep, err := Run(r, Options{Designs: catalog.Sliding(), Gateways: 3, Sync: time.Second, Limit: Limit{10, time.Minute},
-				Routing: routing, Seed: 1, OnKey: func(k KeyResult) { got[k.Key] += k.Designs[Exact].Admitted }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rep.Requests != int64(len(reqs)) || rep.Bad != 3 || rep.Late != 1 || len(rep.LateLines) != 1 {
-				t.Fatalf("%d requests (want %d), %d bad (want 3: %v), %d late (want 1)", rep.Requests, len(reqs), rep.Bad, rep.BadLines, rep.Late)
-			}
-			for ip, n := range want {
-				k := ip
-				if c.keyOf != nil {
-					k = c.keyOf(ip)
+		for _, v := range []struct {
+			name    string
+			horizon time.Duration
+			buffer  int
+		}{{"ordered", 0, 0}, {"ordered-spilled", 0, 100}, {"horizon", 2 * time.Second, 0}} {
+			t.Run(c.f.String()+"/"+v.name, func(t *testing.T) {
+				key, err := accesslog.ParseKey(c.key)
+				if err != nil {
+					t.Fatal(err)
 				}
-				if got[k] != int64(n) {
-					t.Errorf("key %s: the exact limit admitted %d, the count here %d", k, got[k], n)
+				r, _, closeFn, err := accesslog.Open(writeLog(t, c.f, reqs, c.f != accesslog.Common), accesslog.Options{Format: c.f, Key: key, Gateway: c.gateway})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			ex := rep.Figures[Exact]
-			if ex.FalseAdmit != 0 || ex.FalseRefus != 0 || ex.WorstWindowX > 1 {
-				t.Errorf("the exact limit against itself: %+v", ex)
-			}
-			for _, d := range rep.Designs {
-				f := rep.Figures[d]
-				if f.Requests != rep.Requests || f.Admitted+f.Rejected != f.Requests || f.Admitted-ex.Admitted != f.FalseAdmit-f.FalseRefus {
-					t.Errorf("%s: figures do not add up: %+v (exact %d admitted)", d, f, ex.Admitted)
+				defer closeFn()
+				routing := FromLog
+				if c.gateway == "" {
+					routing = Even
 				}
-			}
-		})
+				got := map[string]int64{}
+				rep, err := Run(r, Options{Designs: catalog.Sliding(), Gateways: 3, Sync: time.Second, Limit: Limit{10, time.Minute},
+					Routing: routing, Seed: 1, Horizon: v.horizon, OrderBuffer: v.buffer, OnKey: func(k KeyResult) { got[k.Key] += k.Designs[Exact].Admitted }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				late, lateKey := int64(1), int64(0) // the late line, left out past the horizon
+				if v.horizon == 0 {
+					late, lateKey = 0, 1 // ordered: put in its place, alone on its key
+				}
+				if rep.Requests != int64(len(reqs))+1-late || rep.Bad != 3 || rep.Late != late || len(rep.LateLines) != int(late) {
+					t.Fatalf("%d requests (want %d), %d bad (want 3: %v), %d late (want %d)", rep.Requests, int64(len(reqs))+1-late, rep.Bad, rep.BadLines, rep.Late, late)
+				}
+				if v.horizon == 0 && (rep.Reordered == 0 || rep.Disorder < 3*time.Minute || (v.buffer > 0) != (rep.Runs > 1)) {
+					t.Fatalf("ordered: %d lines reordered, disorder %v, %d runs", rep.Reordered, rep.Disorder, rep.Runs)
+				}
+				if k := "10.9.9.9"; c.keyOf != nil && got[c.keyOf(k)] != lateKey || c.keyOf == nil && got[k] != lateKey {
+					t.Errorf("the late line's key: %v admitted, want %d", got, lateKey)
+				}
+				for ip, n := range want {
+					k := ip
+					if c.keyOf != nil {
+						k = c.keyOf(ip)
+					}
+					if got[k] != int64(n) {
+						t.Errorf("key %s: the exact limit admitted %d, the count here %d", k, got[k], n)
+					}
+				}
+				ex := rep.Figures[Exact]
+				if ex.FalseAdmit != 0 || ex.FalseRefus != 0 || ex.WorstWindowX > 1 {
+					t.Errorf("the exact limit against itself: %+v", ex)
+				}
+				for _, d := range rep.Designs {
+					f := rep.Figures[d]
+					if f.Requests != rep.Requests || f.Admitted+f.Rejected != f.Requests || f.Admitted-ex.Admitted != f.FalseAdmit-f.FalseRefus {
+						t.Errorf("%s: figures do not add up: %+v (exact %d admitted)", d, f, ex.Admitted)
+					}
+				}
+			})
+		}
 	}
 }
 

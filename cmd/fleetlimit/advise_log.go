@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -25,9 +26,9 @@ type adviseLog struct {
 
 func (al *adviseLog) register(f *pflag.FlagSet) {
 	f.StringVar(&al.path, "log", "", "rank on this access log instead of --honest and --threat (see fleetlimit replay; its format in --format)")
-	f.StringVar(&al.format, "format", "", "with --log: csv, common, combined, json or envoy")
+	f.StringVar(&al.format, "format", "", "with --log: "+accesslog.FormatNames+"; default: detected from its first lines")
 	f.StringVar(&al.key, "key", "", "with --log: what a line's key is (fleetlimit replay --help)")
-	f.StringVar(&al.timeField, "time-field", "time", "with --log, json: the time field")
+	f.StringVar(&al.timeField, "time-field", "", "with --log, json: the time field (default: the first of "+strings.Join(accesslog.TimeFields, ", ")+" the log has)")
 	f.StringVar(&al.gateway, "gateway-field", "", "with --log: the field naming each line's gateway; routes by it")
 }
 
@@ -54,7 +55,7 @@ func (al *adviseLog) check(changed func(string) bool) error {
 func (al *adviseLog) options(af *adviseFlags, k int, sync time.Duration) (accesslog.Options, replay.Options, error) {
 	rf := replayFlags{format: al.format, key: al.key, timeField: al.timeField, gateway: al.gateway, routing: af.routing,
 		gateways: k, sync: sync, limit: af.q.Limit, window: af.q.Window, kind: window.Sliding.String(), speed: 1,
-		horizon: 2 * time.Second, seed: 1, top: 0}
+		seed: 1, top: 0}
 	if al.gateway != "" && !af.routingSet {
 		rf.routing = "log"
 	}

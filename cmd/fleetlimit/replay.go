@@ -31,6 +31,7 @@ type replayFlags struct {
 	config, domain, descriptorKey   string
 	csvOut                          string
 	gateways, limit, maxBad, top    int
+	maxLeftOut                      float64
 	sync, window, shift, horizon    time.Duration
 	speed                           float64
 	seed                            uint64
@@ -40,7 +41,7 @@ type replayFlags struct {
 func newReplayCmd() *cobra.Command {
 	var rf replayFlags
 	c := &cobra.Command{
-		Use:   "replay LOG",
+		Use:   "replay LOG|-",
 		Short: "Run an access log through every design",
 		Long: `replay runs a real access log through every design: each request at the time
 the log gives, at the gateway it names (--gateway-field) or routed as the
@@ -51,13 +52,25 @@ refused (false admits) and the reverse (false rejects), its worst window
 against the limit, its round trips and its store calls, and the keys it
 treated most unlike the exact limit.
 
-Formats (--format): csv (time,key[,gateway][,cost], time as RFC 3339 or
+Formats (--format, detected from the log's first lines when left out, and
+named in the report): csv (time,key[,gateway][,cost], time as RFC 3339 or
 seconds since 1970), common and combined (Apache, nginx's default), json (one
-object a line: --time-field and the key's fields by name) and envoy (Envoy's
-default text format). A .gz log is read as it is. Lines that cannot be read
-are counted and the first few shown with their numbers; --max-bad N stops at
-the Nth. Lines up to --horizon out of order are put in their place; a line
-further back is left out and counted, never moved.
+object a line: nginx's escape=json, Envoy's json_format; --time-field and the
+key's fields by name), envoy (Envoy's default text format), alb (AWS
+Application Load Balancer), cloudfront (CloudFront's standard log) and caddy
+(Caddy's JSON access log). A mix of formats is refused. LOG - reads standard
+input; a gzipped or zstd-compressed log is read as it is.
+
+Servers write a line when a request ends, and merged or rotated logs are out
+of order by minutes, so replay first orders the whole log by each request's
+time (in memory up to a million lines, then in sorted runs in a temporary
+directory): every readable line is replayed at its own time. --horizon D
+replays instead as the log is read, holding back only lines within D of the
+latest, and leaves out (and counts) a line further back.
+
+Lines that cannot be read or are left out are counted, and the report opens
+with them; past --max-left-out percent of the lines replay exits with status
+1 and says what to change. --max-bad N stops at the Nth unreadable line.
 
 The key (--key): ip, user, method, path, path:N (its first N segments),
 header:NAME (combined: Referer, User-Agent; envoy: X-Forwarded-For,
@@ -70,7 +83,8 @@ a key no limit matches is left out.
 Each key runs apart, gathered until it has been idle for two windows (the
 live limiter evicts such a key), so memory follows the keys active at once,
 not the log's length.`,
-		Example: `  fleetlimit replay access.log.gz --format combined --key ip --limit 100 --window 1m
+		Example: `  fleetlimit replay access.log.gz --key ip --limit 100 --window 1m
+  zcat logs/*.gz | fleetlimit replay - --horizon 10m --limit 100
   fleetlimit replay envoy.log --format envoy --gateway-field upstream-host --gateways 4
   fleetlimit replay api.jsonl --format json --key field:http_x_api_key --config limits.yaml --domain api --descriptor-key api_key
   fleetlimit replay requests.csv --format csv --designs headroom,shared-counter --speed 10 --json`,
@@ -84,10 +98,10 @@ not the log's length.`,
 }
 
 func (rf *replayFlags) register(f *pflag.FlagSet) {
-	f.StringVar(&rf.format, "format", "", "the log's format: csv, common, combined, json or envoy (required)")
+	f.StringVar(&rf.format, "format", "", "the log's format: "+accesslog.FormatNames+"; default: detected from its first lines")
 	f.StringVar(&rf.key, "key", "", "what a line's key is (see above); default ip, or key for csv")
-	f.StringVar(&rf.timeField, "time-field", "time", "json: the time field (RFC 3339, the Common Log Format's time, or seconds since 1970)")
-	f.StringVar(&rf.gateway, "gateway-field", "", "the field naming the gateway that served a line (json: a field; envoy: upstream-host; csv: column); routes by it")
+	f.StringVar(&rf.timeField, "time-field", "", "json: the time field (RFC 3339, the Common Log Format's time, or seconds since 1970); default the first of "+strings.Join(accesslog.TimeFields, ", ")+" the log has")
+	f.StringVar(&rf.gateway, "gateway-field", "", "the field naming the gateway that served a line (json, caddy: a field; envoy: upstream-host; alb: elb; cloudfront: x-edge-location; csv: column); routes by it")
 	f.StringVar(&rf.routing, "routing", "", "even, uneven, sticky-key, sticky-client or log; default log with --gateway-field, else even")
 	f.StringVar(&rf.designs, "designs", "", "designs to run, comma-separated; default every design that takes the window")
 	f.IntVar(&rf.gateways, "gateways", 8, "K, the gateways (with --gateway-field: at least as many as the log names)")
@@ -100,7 +114,8 @@ func (rf *replayFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&rf.descriptorKey, "descriptor-key", "", "with --config: the descriptor key whose value is the line's key")
 	f.Float64Var(&rf.speed, "speed", 1, "replay the log this many times faster (0.5: twice as slow)")
 	f.DurationVar(&rf.shift, "shift", 0, "move every time by this much")
-	f.DurationVar(&rf.horizon, "horizon", 2*time.Second, "how far back a line may come and still be put in its place")
+	f.DurationVar(&rf.horizon, "horizon", 0, "replay as the log is read, putting a line back in its place only within this of the latest (0: order the whole log first)")
+	f.Float64Var(&rf.maxLeftOut, "max-left-out", 1, "exit 1 when more than this percent of the lines are unreadable or left out")
 	f.Uint64Var(&rf.seed, "seed", 1, "seed of the routing and the sync phases")
 	f.IntVar(&rf.maxBad, "max-bad", 0, "stop at the Nth unreadable line (0: never)")
 	f.IntVar(&rf.top, "top", 5, "keys named per design")
@@ -112,11 +127,10 @@ func (rf *replayFlags) register(f *pflag.FlagSet) {
 func (rf *replayFlags) options() (accesslog.Options, replay.Options, error) {
 	var lo accesslog.Options
 	var err error
-	if rf.format == "" {
-		return lo, replay.Options{}, usagef("--format is required: csv, common, combined, json or envoy")
-	}
-	if lo.Format, err = accesslog.ParseFormat(rf.format); err != nil {
-		return lo, replay.Options{}, usageError{err}
+	if rf.format != "" {
+		if lo.Format, err = accesslog.ParseFormat(rf.format); err != nil {
+			return lo, replay.Options{}, usageError{err}
+		}
 	}
 	if rf.key != "" {
 		if lo.Key, err = accesslog.ParseKey(rf.key); err != nil {
@@ -129,8 +143,11 @@ func (rf *replayFlags) options() (accesslog.Options, replay.Options, error) {
 	if rf.maxBad < 0 || rf.top < 0 {
 		return lo, ro, usagef("--max-bad and --top want 0 or more")
 	}
-	if rf.horizon == 0 {
-		ro.Horizon = time.Nanosecond // 0 asks for the default: keep none back
+	if !(rf.maxLeftOut >= 0 && rf.maxLeftOut <= 100) {
+		return lo, ro, usagef("--max-left-out %v: want a percentage from 0 to 100", rf.maxLeftOut)
+	}
+	if rf.horizon < 0 {
+		return lo, ro, usagef("--horizon %v: want 0 (order the whole log) or a positive duration", rf.horizon)
 	}
 	if ro.WindowKind, err = window.ParseKind(rf.kind); err != nil {
 		return lo, ro, usageError{err}
@@ -235,12 +252,14 @@ func (rf *replayFlags) run(cmd *cobra.Command, path string) error {
 	}
 	bar := newReplayProgress(cmd.ErrOrStderr(), size)
 	ro.Progress = func(lines int) { bar.set(r.Read(), lines) }
+	ro.Replaying = bar.replaying
 	start := time.Now()
 	rep, err := replay.Run(r, ro)
 	bar.finish()
 	if err != nil {
 		return runError{fmt.Errorf("%s: %w", path, err)}
 	}
+	src := source{path: path, format: r.Format(), detected: r.Detected(), timeField: r.TimeField()}
 	if csvW != nil {
 		csvW.Flush()
 		if err := csvW.Error(); err != nil {
@@ -249,9 +268,66 @@ func (rf *replayFlags) run(cmd *cobra.Command, path string) error {
 	}
 	w := cmd.OutOrStdout()
 	if rf.asJSON {
-		return writeReplayJSON(w, rep, ro)
+		if err := writeReplayJSON(w, rep, ro, src); err != nil {
+			return err
+		}
+	} else {
+		writeReplayText(w, src, rep, ro, time.Since(start))
 	}
-	writeReplayText(w, path, rep, ro, time.Since(start))
+	return rf.checkLeftOut(rep)
+}
+
+// source is what the report says of the log: its path, and its format.
+type source struct {
+	path      string
+	format    accesslog.Format
+	detected  bool
+	timeField string
+}
+
+func (s source) String() string {
+	how := "given"
+	if s.detected {
+		how = "detected"
+	}
+	if s.timeField != "" && s.format == accesslog.JSON {
+		how += ", time field " + s.timeField
+	}
+	return fmt.Sprintf("%s (%v, %s)", s.path, s.format, how)
+}
+
+// leftOut is the lines of the log not replayed: unreadable, or further
+// back than --horizon.
+func leftOut(rep replay.Report) int64 { return int64(rep.Bad) + rep.Late }
+
+// leftOutText says how many lines were left out and why, and what to do;
+// "" when none were.
+func leftOutText(rep replay.Report, ro replay.Options) string {
+	n := leftOut(rep)
+	if n == 0 {
+		return ""
+	}
+	var why []string
+	if rep.Bad > 0 {
+		var first []string
+		for _, b := range rep.BadLines {
+			first = append(first, fmt.Sprintf("line %d (%s)", b.Number, b.Reason))
+		}
+		why = append(why, fmt.Sprintf("%d unreadable (check --format, --key and --time-field; the first: %s)", rep.Bad, strings.Join(first, "; ")))
+	}
+	if rep.Late > 0 {
+		why = append(why, fmt.Sprintf("%d further back than --horizon %v (leave --horizon out to order the whole log; the first: lines %v)", rep.Late, ro.Horizon, rep.LateLines))
+	}
+	return fmt.Sprintf("LEFT OUT: %d of %d lines (%.2f%%) are not in these figures: %s", n, rep.Lines, pct(n, int64(rep.Lines)), strings.Join(why, "; "))
+}
+
+// checkLeftOut fails the run when more lines were left out than
+// --max-left-out allows.
+func (rf *replayFlags) checkLeftOut(rep replay.Report) error {
+	if n := leftOut(rep); rep.Lines > 0 && pct(n, int64(rep.Lines)) > rf.maxLeftOut {
+		return runError{fmt.Errorf("%d of %d lines (%.2f%%) were left out, more than --max-left-out %v%%: the figures above are of a part of the log (fix what the report's first line says, or raise --max-left-out)",
+			n, rep.Lines, pct(n, int64(rep.Lines)), rf.maxLeftOut)}
+	}
 	return nil
 }
 
@@ -272,9 +348,20 @@ func writeKeyRows(w *csv.Writer, k replay.KeyResult) {
 	}
 }
 
-func writeReplayText(w io.Writer, path string, rep replay.Report, ro replay.Options, took time.Duration) {
-	fmt.Fprintf(w, "fleetlimit replay %s: %d lines, %d requests of %d keys over %v, K = %d (%v routing), Δ = %v, %s\n\n",
-		path, rep.Lines, rep.Requests, rep.Keys, rep.Duration().Round(time.Second), rep.Gateways, ro.Routing, ro.Sync, limitText(ro))
+func writeReplayText(w io.Writer, src source, rep replay.Report, ro replay.Options, took time.Duration) {
+	if s := leftOutText(rep, ro); s != "" {
+		fmt.Fprintf(w, "%s\n\n", s)
+	}
+	fmt.Fprintf(w, "fleetlimit replay %v: %d lines, %d requests of %d keys over %v, K = %d (%v routing), Δ = %v, %s\n",
+		src, rep.Lines, rep.Requests, rep.Keys, rep.Duration().Round(time.Second), rep.Gateways, ro.Routing, ro.Sync, limitText(ro))
+	if rep.Reordered > 0 {
+		fmt.Fprintf(w, "%d lines came after later ones (by up to %v) and were put in their place", rep.Reordered, rep.Disorder.Round(time.Millisecond))
+		if rep.Runs > 0 {
+			fmt.Fprintf(w, " (%d sorted runs on disk)", rep.Runs)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "design\tadmitted\tfalse admits\tfalse rejects\tworst_window_x\tround trips\tround trips/s\tkey syncs/s\t")
 	for _, d := range rep.Designs {
@@ -299,7 +386,7 @@ func writeReplayText(w io.Writer, path string, rep replay.Report, ro replay.Opti
 		fmt.Fprintf(w, "%d requests matched no limit and were left out\n", rep.Unlimited)
 	}
 	if rep.Bad > 0 {
-		fmt.Fprintf(w, "%d %s could not be read, the first:", rep.Bad, plural(rep.Bad, "line", "lines"))
+		fmt.Fprintf(w, "%d %s could not be read and %s left out, the first:", rep.Bad, plural(rep.Bad, "line", "lines"), plural(rep.Bad, "was", "were"))
 		for _, b := range rep.BadLines {
 			fmt.Fprintf(w, " line %d (%s);", b.Number, b.Reason)
 		}
@@ -332,7 +419,7 @@ func pct(n, of int64) float64 {
 	return 100 * float64(n) / float64(of)
 }
 
-func writeReplayJSON(w io.Writer, rep replay.Report, ro replay.Options) error {
+func writeReplayJSON(w io.Writer, rep replay.Report, ro replay.Options, src source) error {
 	type designOut struct {
 		Design string `json:"design"`
 		replay.Figures
@@ -341,10 +428,16 @@ func writeReplayJSON(w io.Writer, rep replay.Report, ro replay.Options) error {
 		Affected         []replay.Affected `json:"keys_most_affected,omitempty"`
 	}
 	doc := struct {
+		Format                string
+		FormatDetected        bool
+		LeftOut               int64
+		LeftOutWhy            string `json:",omitempty"`
 		Lines, Keys, Segments int
 		Requests, Unlimited   int64
 		Late                  int64
 		LateLines             []int `json:",omitempty"`
+		Reordered             int64
+		DisorderSeconds       float64
 		Bad                   int
 		BadLines              []accesslog.BadLine `json:",omitempty"`
 		Start, End            time.Time
@@ -352,7 +445,8 @@ func writeReplayJSON(w io.Writer, rep replay.Report, ro replay.Options) error {
 		Routing               string
 		Sync                  string
 		Designs               []designOut
-	}{rep.Lines, rep.Keys, rep.Segments, rep.Requests, rep.Unlimited, rep.Late, rep.LateLines, rep.Bad, rep.BadLines,
+	}{src.format.String(), src.detected, leftOut(rep), leftOutText(rep, ro),
+		rep.Lines, rep.Keys, rep.Segments, rep.Requests, rep.Unlimited, rep.Late, rep.LateLines, rep.Reordered, rep.Disorder.Seconds(), rep.Bad, rep.BadLines,
 		time.Unix(0, rep.Start).UTC(), time.Unix(0, rep.End).UTC(), rep.Gateways, ro.Routing.String(), ro.Sync.String(), nil}
 	for _, d := range rep.Designs {
 		f := rep.Figures[d]
@@ -374,12 +468,13 @@ type replayProgress struct {
 	size  int64
 	start time.Time
 	last  time.Time
+	phase int // 0 reading, 1 replaying an ordered log
 }
 
 func newReplayProgress(w io.Writer, size int64) *replayProgress {
 	p := &replayProgress{w: w, size: size, start: time.Now(), last: time.Now()}
 	if isTerminal(w) {
-		p.bar = progressbar.NewOptions64(size, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("replay"),
+		p.bar = progressbar.NewOptions64(size, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("read"),
 			progressbar.OptionShowBytes(true), progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 	}
@@ -391,12 +486,36 @@ func (p *replayProgress) set(read int64, lines int) {
 		_ = p.bar.Set64(read)
 		return
 	}
-	if now := time.Now(); now.Sub(p.last) >= 5*time.Second && p.size > 0 {
+	now := time.Now()
+	if now.Sub(p.last) < 5*time.Second {
+		return
+	}
+	p.last = now
+	el := now.Sub(p.start)
+	if p.size <= 0 { // a stream: no size to measure against
+		fmt.Fprintf(p.w, "%d lines read, %s elapsed\n", lines, el.Round(time.Second))
+		return
+	}
+	share := float64(read) / float64(p.size)
+	eta := time.Duration(float64(el) / max(share, 1e-9) * (1 - share))
+	fmt.Fprintf(p.w, "%d lines, %.0f%% of the file, %s elapsed, about %s left\n", lines, 100*share, el.Round(time.Second), eta.Round(time.Second))
+}
+
+// replaying shows the replay of an ordered log, read whole first.
+func (p *replayProgress) replaying(done, total int) {
+	if p.bar != nil && p.phase == 0 {
+		_ = p.bar.Finish()
+		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription("replay"),
+			progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	}
+	p.phase = 1
+	if p.bar != nil {
+		_ = p.bar.Set(done)
+		return
+	}
+	if now := time.Now(); now.Sub(p.last) >= 5*time.Second {
 		p.last = now
-		share := float64(read) / float64(p.size)
-		el := now.Sub(p.start)
-		eta := time.Duration(float64(el) / max(share, 1e-9) * (1 - share))
-		fmt.Fprintf(p.w, "%d lines, %.0f%% of the file, %s elapsed, about %s left\n", lines, 100*share, el.Round(time.Second), eta.Round(time.Second))
+		fmt.Fprintf(p.w, "%d of %d lines replayed (%.0f%%), %s elapsed\n", done, total, 100*float64(done)/float64(max(total, 1)), now.Sub(p.start).Round(time.Second))
 	}
 }
 

@@ -43,8 +43,11 @@ func TestReplayCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	if !strings.HasPrefix(stdout, "LEFT OUT: 1 of 367 lines (0.27%)") {
+		t.Errorf("the report does not open with the line left out:\n%s", stdout)
+	}
 	for _, want := range []string{"366 requests of 2 keys", "central-log", "shared-counter", "headroom",
-		"1 line could not be read, the first: line 157 (not a combined log line (too few fields))", "keys most affected: 192.0.2.66"} {
+		"1 line could not be read and was left out, the first: line 157 (not a combined log line (too few fields))", "keys most affected: 192.0.2.66"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("the output lacks %q:\n%s", want, stdout)
 		}
@@ -83,8 +86,9 @@ func TestReplayBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"replay", path}, "--format is required"},
-		{[]string{"replay", path, "--format", "apache"}, "want csv, common, combined, json or envoy"},
+		{[]string{"replay", path, "--max-left-out", "101"}, "want a percentage"},
+		{[]string{"replay", path, "--horizon", "-1s"}, "--horizon"},
+		{[]string{"replay", path, "--format", "apache"}, "want csv, common, combined, json, envoy, alb, cloudfront or caddy"},
 		{[]string{"replay", path, "--format", "combined", "--key", "field:x"}, "a combined log has no field"},
 		{[]string{"replay", path, "--format", "combined", "--routing", "log"}, "give --gateway-field"},
 		{[]string{"replay", path, "--format", "combined", "--designs", "magic"}, "unknown design"},
@@ -130,7 +134,7 @@ func TestAdviseOnALog(t *testing.T) {
 	for _, bad := range [][]string{
 		{"advise", "--log", path, "--format", "combined", "--honest", "steady:1"},
 		{"advise", "--format", "combined"},
-		{"advise", "--log", path},
+		{"advise", "--log", path, "--format", "apache"},
 	} {
 		if code, _, stderr := runCLI(bad...); code == 0 {
 			t.Errorf("%v was taken: %s", bad[1:], stderr)
