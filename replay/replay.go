@@ -91,11 +91,14 @@ type Options struct {
 	// order by minutes): every readable line is replayed at its time.
 	Horizon time.Duration
 	// OrderBuffer is how many lines the ordering holds in memory before it
-	// spills a sorted run to a temporary directory (default
+	// spills a sorted run to Runs (default
 	// DefaultOrderBuffer); the runs are merged as the replay reads them.
 	OrderBuffer int
-	Seed        uint64 // for routing and sync phases
-	Top         int    // keys named per design (default 5)
+	// Runs keeps the spilled runs (accesslog.TempRuns: on disk); nil keeps
+	// them in memory.
+	Runs RunStore
+	Seed uint64 // for routing and sync phases
+	Top  int    // keys named per design (default 5)
 	// OnKey, when set, is called with each key's figures as a segment of
 	// it finishes.
 	OnKey func(KeyResult)
@@ -274,7 +277,7 @@ func (e *engine) stream(r *accesslog.Reader) error {
 
 // ordered reads the whole log into time order, then replays it.
 func (e *engine) ordered(r *accesslog.Reader) error {
-	o := newOrderer(e.opt.OrderBuffer)
+	o := newOrderer(e.opt.OrderBuffer, e.opt.Runs)
 	defer o.close()
 	if err := e.read(r, o.add); err != nil {
 		return err

@@ -253,6 +253,9 @@ func (rf *replayFlags) run(cmd *cobra.Command, path string) error {
 	bar := newReplayProgress(cmd.ErrOrStderr(), size)
 	ro.Progress = func(lines int) { bar.set(r.Read(), lines) }
 	ro.Replaying = bar.replaying
+	runs := accesslog.NewTempRuns("")
+	defer runs.Close()
+	ro.Runs = runs
 	start := time.Now()
 	rep, err := replay.Run(r, ro)
 	bar.finish()
