@@ -279,17 +279,7 @@ func StartCluster(t testing.TB, n int) string {
 	}
 	var addrs []string
 	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		// The cluster bus listens on port+10000: it must be free too.
-		if port+10000 > 65535 {
-			i--
-			continue
-		}
+		port := freePorts(t, 10000) // the cluster bus listens on port+10000
 		dir := t.TempDir()
 		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
 			"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--save", "", "--appendonly", "no", "--dir", dir,
@@ -325,29 +315,54 @@ func StartCluster(t testing.TB, n int) string {
 
 func freePort(t testing.TB) int { t.Helper(); return FreePort(t) }
 
-// FreePort returns a loopback port free when asked, for a server the test
-// starts. It is drawn at random from below the kernel's range of ephemeral
-// ports (ip_local_port_range), which the kernel hands out for bind(0) and
-// outgoing connections: a port from that range, closed and bound again a
-// moment later by a child process, was now and then taken meanwhile by a
-// redis-server or a client of another test binary ("address already in
-// use"). Outside the range only another test's own draw can take it.
-func FreePort(t testing.TB) int {
+// FreePort returns a loopback port free when asked and reserved for t, for
+// a server the test starts. It is drawn at random from below the kernel's
+// range of ephemeral ports (ip_local_port_range), which the kernel hands
+// out for bind(0) and outgoing connections, and it is reserved against
+// every other test process on the machine (an flock on a file named by the
+// port, held until t ends or the process dies): a port closed and bound
+// again a moment later by a child process was otherwise now and then taken
+// meanwhile by another test binary's draw ("address already in use").
+func FreePort(t testing.TB) int { t.Helper(); return freePorts(t, 0) }
+
+// freePorts is FreePort for a port p whose p+gap is free and reserved too
+// (a cluster node's bus listens on its port + 10000).
+func freePorts(t testing.TB, gap int) int {
 	t.Helper()
-	lo, hi := 20000, ephemeralStart()-1
-	for i := 0; hi > lo && i < 200; i++ {
+	lo, hi := 20000, ephemeralStart()-1-gap
+	for i := 0; hi > lo && i < 500; i++ {
 		p := lo + rand.IntN(hi-lo+1)
-		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
-			l.Close()
+		if reserve(t, p) && (gap == 0 || reserve(t, p+gap)) {
 			return p
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	t.Fatalf("redistest: no free loopback port in [%d, %d] after 500 draws", lo, hi)
+	return 0
+}
+
+// reserve takes port p for t if no other test process holds it and it can
+// be bound now; the reservation lasts until t ends.
+func reserve(t testing.TB, p int) bool {
+	dir := filepath.Join(os.TempDir(), "fleetlimit-test-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(p)), os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		f.Close()
+		return false
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+	if err != nil {
+		f.Close()
+		return false
+	}
+	l.Close()
+	t.Cleanup(func() { f.Close() })
+	return true
 }
 
 // ephemeralStart is the first port of the kernel's ephemeral range (32768
