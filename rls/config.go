@@ -257,6 +257,12 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s: %s", e.File, e.Msg)
 }
 
-var validKeys = map[string]bool{"domain": true, "key": true, "value": true, "descriptors": true, "rate_limit": true,
-	"unit": true, "requests_per_unit": true, "unit_multiplier": true, "unlimited": true, "shadow_mode": true, "name": true, "replaces": true,
-	"detailed_metric": true, "quota_mode": true, "value_to_metric": true, "share_threshold": true, "metadata": true, "rate_limits": true}
+// validKeys are the keys of a limits file (ConfigKeys) outside the
+// fleetlimit section.
+var validKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range configKeys {
+		m[k.Key] = true
+	}
+	return m
+}()

@@ -28,6 +28,7 @@ type Service struct {
 	cfg      atomic.Pointer[Config]
 	lim      *limiter.Limiter
 	reg      *prometheus.Registry
+	own      []prometheus.Collector // the fleetlimit_ metrics in reg
 	decided  *prometheus.CounterVec
 	perLimit *prometheus.CounterVec
 	reloads  *prometheus.CounterVec
@@ -56,7 +57,6 @@ func NewService(cfg *Config, lim *limiter.Limiter) *Service {
 	s.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetlimit_config_reloads_total",
 		Help: "Configuration reloads by result (ok, error)."}, []string{"result"})
 	s.requests = prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetlimit_requests_total", Help: "ShouldRateLimit requests."})
-	st := func(f func(limiter.Stats) float64) func() float64 { return func() float64 { return f(lim.Stats()) } }
 	s.latency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleetlimit_decision_duration_seconds",
 		Help:    "Time to answer one ShouldRateLimit request, store round trips included.",
 		Buckets: []float64{10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3}})
@@ -67,8 +67,18 @@ func NewService(cfg *Config, lim *limiter.Limiter) *Service {
 		s.syncs.WithLabelValues(map[bool]string{true: "ok", false: "error"}[err == nil]).Observe(d.Seconds())
 	})
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		collectors.NewBuildInfoCollector(), s.latency, s.syncs)
-	s.reg.MustRegister(s.decided, s.perLimit, s.reloads, s.requests,
+		collectors.NewBuildInfoCollector())
+	s.own = append([]prometheus.Collector{s.latency, s.syncs, s.decided, s.perLimit, s.reloads, s.requests}, s.statsMetrics()...)
+	s.reg.MustRegister(s.own...)
+	return s
+}
+
+// statsMetrics is the Service's metrics read from the limiter's Stats and
+// Fleet when scraped.
+func (s *Service) statsMetrics() []prometheus.Collector {
+	lim := s.lim
+	st := func(f func(limiter.Stats) float64) func() float64 { return func() float64 { return f(lim.Stats()) } }
+	return []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetlimit_keys", Help: "Keys held by this gateway."},
 			st(func(x limiter.Stats) float64 { return float64(x.Keys) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fleetlimit_key_bytes", Help: "Bytes of the names of the keys held (bounded by max_key_bytes)."},
@@ -93,8 +103,7 @@ func NewService(cfg *Config, lim *limiter.Limiter) *Service {
 			func() float64 { return float64(lim.Fleet().Gateway) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fleetlimit_fleet_changes_total", Help: "Changes of K or of this gateway's index seen (membership)."},
 			func() float64 { return float64(lim.Fleet().Changes) }),
-	)
-	return s
+	}
 }
 
 func b2f(b bool) float64 {

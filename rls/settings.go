@@ -33,7 +33,9 @@ type Settings struct {
 	// gateways and gateway (limiter.Config.Membership).
 	Membership bool          `yaml:"membership"`
 	Timeout    time.Duration `yaml:"timeout"` // store timeout, default 50ms
-	FailClosed bool          `yaml:"fail_closed"`
+	// FailClosed rejects while the store is unreachable instead of
+	// falling back to each gateway's share (limiter.Config.FailClosed).
+	FailClosed bool `yaml:"fail_closed"`
 	// ResponseHeaders adds rate limit headers to responses
 	// (LIMIT_RESPONSE_HEADERS_ENABLED), in the Headers style.
 	ResponseHeaders bool        `yaml:"response_headers"`
@@ -42,9 +44,9 @@ type Settings struct {
 	// LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER); default
 	// RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset.
 	LimitHeader     string  `yaml:"limit_header"`
-	RemainingHeader string  `yaml:"remaining_header"`
-	ResetHeader     string  `yaml:"reset_header"`
-	NearRatio       float64 `yaml:"near_ratio"` // "near" metric threshold, default 0.8 (NEAR_LIMIT_RATIO)
+	RemainingHeader string  `yaml:"remaining_header"` // the legacy style's remaining header (LIMIT_REMAINING_HEADER)
+	ResetHeader     string  `yaml:"reset_header"`     // the legacy style's reset header (LIMIT_RESET_HEADER)
+	NearRatio       float64 `yaml:"near_ratio"`       // "near" metric threshold, default 0.8 (NEAR_LIMIT_RATIO)
 	// ShadowMode answers OK to every request, counting as usual
 	// (SHADOW_MODE).
 	ShadowMode bool `yaml:"shadow_mode"`

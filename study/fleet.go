@@ -14,7 +14,7 @@ import (
 )
 
 // PartFleet runs the study's designs and fleetlimit's own on fleets of 64
-// and 128 gateways (issue 33): a quiet key's honest client under both
+// and 128 gateways: a quiet key's honest client under both
 // routings, and the floods (every rate, aimed at a few gateways, pulsed, and
 // sudden on a key with an honest client), Δ = 1 s.
 const PartFleet = "fleet"
@@ -86,7 +86,7 @@ func quietTripsCell(d string, k int, routing sim.Routing) Cell {
 }
 
 // RoundTripBound is the least share of honest requests that any design
-// must send to the store (issue 33's lower bound), at K = k gateways under
+// must send to the store (the lower bound), at K = k gateways under
 // routing r, for an honest client at load × L of a limit L = limit whose
 // worst window must stay within (1 + eps) × L whatever a flood does.
 //
@@ -150,7 +150,7 @@ const boundTolerance = targetWorstX - 1
 // against the bound.
 var fleetDesigns = []string{"lease-ask", "headroom", "permit"}
 
-// fleetTripTargets are issue 33's targets for the own designs' honest
+// fleetTripTargets are the fleet targets for the own designs' honest
 // round trips (steady:0.8, Δ ≤ 1 s, both routings), by K.
 var fleetTripTargets = map[int]float64{16: 3, 32: 6}
 
@@ -176,7 +176,7 @@ func (s section) fleet() {
 	fmt.Fprintf(s.b, "An honest client at %s of L = %d per %v, Δ = %v, on K gateways: round_trip_pct, even / uneven routing, "+
 		"beside the lower bound of any design that holds the worst window within %.2f × L (`RoundTripBound`, docs/study.md). "+
 		"K up to %d from the honest part (%d seeds of %v), beyond from the fleet part (%d seeds of %v). "+
-		"Marked for the own designs: issue 33's targets, ≤ 3%% at K = 16 and ≤ 6%% at K = 32.\n\n",
+		"Marked for the own designs: the fleet targets, ≤ 3%% at K = 16 and ≤ 6%% at K = 32.\n\n",
 		refHonest, quietLimit, refWindow, refSync, 1+boundTolerance, Gateways[len(Gateways)-1], honestSeeds, honestLength, fleetSeeds, fleetHonestT)
 	var head []string
 	for _, k := range ks {

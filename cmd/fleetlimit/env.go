@@ -199,16 +199,20 @@ func applyEnv(fs *pflag.FlagSet, env func(string) (string, bool)) (notes []strin
 	return notes, nil
 }
 
+// addrVars are the listen addresses' variables: a flag set from a host
+// and a port, and the port's default.
+var addrVars = []struct{ flag, host, port, defPort string }{
+	{"http-addr", "HOST", "PORT", "8080"}, {"grpc-addr", "GRPC_HOST", "GRPC_PORT", "8081"},
+	{"debug-addr", "DEBUG_HOST", "DEBUG_PORT", "6070"},
+}
+
 // addrsFromEnv sets --http-addr from HOST and PORT, --grpc-addr from
 // GRPC_HOST and GRPC_PORT, and --debug-addr from DEBUG_HOST and DEBUG_PORT
 // (upstream's defaults: 0.0.0.0, 8080, 8081 and 6070; upstream always
 // opens its debug port, fleetlimit only when asked).
 func addrsFromEnv(fs *pflag.FlagSet, env func(string) (string, bool)) string {
 	var bad []string
-	for _, a := range []struct{ flag, host, port, defPort string }{
-		{"http-addr", "HOST", "PORT", "8080"}, {"grpc-addr", "GRPC_HOST", "GRPC_PORT", "8081"},
-		{"debug-addr", "DEBUG_HOST", "DEBUG_PORT", "6070"},
-	} {
+	for _, a := range addrVars {
 		host, hok := env(a.host)
 		port, pok := env(a.port)
 		if (!hok && !pok) || fs.Changed(a.flag) {

@@ -30,8 +30,8 @@ aimed at chosen gateways, pulsed and sudden floods, a slow or lossy store,
 restarts, a fleet that changes size), "counters" (windows in counters
 against the exact log), "limits" (a burst limit of 5 a second beside
 the minute's, on one key), "peers" (other systems' algorithms) and "fleet"
-(the quiet key and every flood on 64 and 128 gateways, beside issue 33's
-lower bound on round trips). It writes DIR/results.csv (one row per run),
+(the quiet key and every flood on 64 and 128 gateways, beside the
+lower bound on round trips (docs/study.md)). It writes DIR/results.csv (one row per run),
 DIR/summary.json, PNG plots and DIR/report.md.
 
 Runs go in parallel on all cores, the dearest first; runs that see the same
