@@ -1,5 +1,5 @@
 // Command roundtrip-bound prints the fewest round trips any design can make
-// on a quiet key (issue 33's lower bound, study.RoundTripBound, whose
+// on a quiet key (the lower bound, study.RoundTripBound, whose
 // comment derives it), beside what the chosen designs make in the
 // simulator, for K = 8 to 128 gateways.
 //
