@@ -120,6 +120,9 @@ func (r *runner) faulty() {
 		e.gs[i].off = off
 	}
 	e.membership()
+	if r.watch != nil {
+		r.watch.view = e.view
+	}
 	for _, rs := range f.Restarts {
 		for g := range e.gs {
 			if rs.Gateway == AllGateways || rs.Gateway == g {
@@ -162,6 +165,16 @@ func (e *engine) schedule(ev event) {
 
 func (e *engine) clock(t int64, g int) int64 { return t + e.gs[g].off }
 
+// view is gateway g's view of the key at true time at (by the Fallback's
+// rule while it falls back), and whether it is in the fleet.
+func (e *engine) view(g int, at int64) (int, bool) {
+	if g >= e.live || !e.gs[g].alive {
+		return 0, false
+	}
+	v, _ := e.r.gws[g].View(e.clock(at, g), e.gs[g].degraded)
+	return v, true
+}
+
 // run processes, in time order, what is in flight, then the syncs due, then
 // the arrivals; at equal times in that order, as the plain modes do syncs
 // before arrivals.
@@ -180,12 +193,14 @@ func (e *engine) run() {
 			if ev.t >= r.end {
 				break
 			}
+			r.watch.step(ev.t)
 			e.handle(ev)
 			continue
 		}
 		if next >= r.end {
 			break
 		}
+		r.watch.step(next)
 		if syncs && sy.at() == next {
 			e.syncDue(next, sy.g())
 			sy.advance()
@@ -306,6 +321,7 @@ func (e *engine) startSync(t int64, g int) {
 	push := r.push
 	push.Gone = s.gone
 	r.m.performed++
+	r.watch.synced(t)
 	r.heldAfter(t, g, held)
 	if e.f.RTT == 0 {
 		if e.f.down(t) {
@@ -374,6 +390,7 @@ func (e *engine) decide(t int64, g, c int) {
 	v, q := gw.Decide(now, 1)
 	if v == design.Ask {
 		r.m.roundTrips++
+		r.watch.asked(t)
 		if e.f.RTT == 0 {
 			if e.f.down(t) {
 				v = e.abandon(g, now, q)

@@ -369,6 +369,8 @@ type runner struct {
 	skipQuiet bool // the eager mode may leave out the syncs the lazy mode would
 
 	multi *multiRun // a key with several limits (Params.Limits), else nil
+
+	watch *watch // a timeline's view of the run's steps, else nil
 }
 
 // run runs p in the given mode and also returns the syncs it performed.
@@ -486,6 +488,8 @@ func (r *runner) execute(md mode) {
 		r.eager(!r.info.NoSync, false)
 	case md == modeFaulty || p.Faults.Active():
 		r.faulty()
+	case r.watch != nil: // every decision by the designs, whose views it reads
+		r.eager(!r.info.NoSync, false)
 	case r.info.NoSync:
 		r.eager(false, md != modePlain)
 	case md == modeLazy && lazy, md == modeAuto && lazy && !r.info.BusySyncs && perGateway < below:
@@ -555,9 +559,11 @@ func (r *runner) arrive(t int64, g, c int) {
 	}
 	gw := r.gws[g]
 	held := r.heldBefore(g)
+	r.watch.step(t)
 	v, q := gw.Decide(t, 1)
 	if v == design.Ask {
 		r.m.roundTrips++
+		r.watch.asked(t)
 		v = gw.Resume(t, 1, q, r.storeAnswer(t, g, q))
 	}
 	r.heldAfter(t, g, held)
@@ -575,10 +581,12 @@ func (r *runner) sync(t int64, g int) {
 	}
 	gw := r.gws[g]
 	held := r.heldBefore(g)
+	r.watch.step(t)
 	gw.SyncPush(t, &r.push)
 	r.storeSyncTo(t, &r.push, &r.pull)
 	gw.SyncPull(t, &r.pull)
 	r.m.performed++
+	r.watch.synced(t)
 	r.heldAfter(t, g, held)
 	if r.rf != nil {
 		r.rf.renew(t, g)
