@@ -9,9 +9,11 @@
 package explore
 
 import (
+	"bytes"
 	"embed"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"slices"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/fleetlimit/fleetlimit/sim"
 	"github.com/fleetlimit/fleetlimit/sim/catalog"
+	"github.com/fleetlimit/fleetlimit/study"
 )
 
 //go:embed static
@@ -35,7 +38,8 @@ const (
 	Buckets     = 240 // points of a timeline
 )
 
-// Handler serves the page at / and the simulations at /api/run.
+// Handler serves the page at /, the simulations at /api/run and one
+// design's picture at /api/timeline.svg.
 func Handler() http.Handler {
 	mux := http.NewServeMux()
 	sub, _ := fs.Sub(static, "static")
@@ -51,7 +55,35 @@ func Handler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, resp)
 	})
+	mux.HandleFunc("GET /api/timeline.svg", func(w http.ResponseWriter, r *http.Request) {
+		var buf bytes.Buffer
+		if err := Picture(&buf, r.URL.Query()); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Write(buf.Bytes())
+	})
 	return mux
+}
+
+// Picture draws, as SVG into w, the run of the one design q names (as
+// Run reads q): what fleetlimit sim --timeline FILE.svg draws.
+func Picture(w io.Writer, q map[string][]string) error {
+	p, designs, err := params(q)
+	if err != nil {
+		return err
+	}
+	if len(designs) != 1 {
+		return fmt.Errorf("designs: a picture is of one design, not %d", len(designs))
+	}
+	p.Design = designs[0]
+	bucket := study.PictureBucket(p, p.Duration)
+	r, tl, err := sim.RunTimeline(p, bucket, p.Duration)
+	if err != nil {
+		return err
+	}
+	return study.DrawTimeline(w, "svg", p, r, tl)
 }
 
 // Response is what /api/run answers: the parameters as sim's flags (but

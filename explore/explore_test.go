@@ -102,6 +102,27 @@ func TestExplorerInABrowser(t *testing.T) {
 		t.Errorf("shared-counter at K = 4: the page shows %s, sim %s", got, want)
 	}
 
+	// each design's row links to its run drawn, which the browser opens
+	href, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`#summary tbody tr[data-design="headroom"] a.picture`), "href"))
+	if err != nil || !strings.Contains(href.Value, "designs=headroom") || !strings.Contains(href.Value, "gateways=4") {
+		t.Fatalf("headroom's picture link %q (%v)", href.Value, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"+href.Value)); err != nil {
+		t.Fatal(err)
+	}
+	drawn, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.localName + "|" + document.documentElement.textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"svg|", "headroom: K = 4 gateways", "each gateway's view", "gateway 3", "flood ×100 starts", "syncs"} {
+		if !strings.Contains(drawn, want) {
+			t.Errorf("the picture the browser opened lacks %q: %.300s", want, drawn)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL), chromedp.WaitVisible(cell("headroom", "admitted_x"))); err != nil {
+		t.Fatal(err)
+	}
+
 	set("gateways", "0")
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#error`))); err != nil {
 		t.Fatal(err)

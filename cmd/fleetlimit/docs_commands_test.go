@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/xml"
+	"image/png"
 	"net/http"
 	"os"
 	"os/exec"
@@ -143,9 +145,19 @@ func (r *docsRun) fleetlimit(page, line string, args []string, out string) {
 		r.background(page, line, cmd, r.addrs["127.0.0.1:8080"]+"/healthcheck")
 		return
 	}
+	var drawn string // a picture the command draws, into the scratch directory
+	for i := 1; i < len(args); i++ {
+		if args[i-1] == "--timeline" && (strings.HasSuffix(args[i], ".svg") || strings.HasSuffix(args[i], ".png")) {
+			drawn = filepath.Join(r.tmp, filepath.Base(args[i]))
+			args[i] = drawn
+		}
+	}
 	code, stdout, stderr := runCLI(args...)
 	if code != 0 {
 		t.Fatalf("%s: %s: exit %d\n%s", page, line, code, stderr)
+	}
+	if drawn != "" {
+		checkPicture(t, page, line, drawn)
 	}
 	r.save(out, stdout)
 	t.Logf("%s: %s: ok", page, line)
@@ -206,5 +218,27 @@ func (r *docsRun) save(out, text string) {
 	}
 	if err := os.WriteFile(filepath.Join(r.tmp, out), []byte(text), 0o644); err != nil {
 		r.t.Fatal(err)
+	}
+}
+
+// checkPicture fails the test unless file is a picture: an SVG document
+// that parses, or a PNG that decodes.
+func checkPicture(t *testing.T, page, line, file string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%s: %s: drew nothing: %v", page, line, err)
+	}
+	if strings.HasSuffix(file, ".png") {
+		if _, err := png.Decode(bytes.NewReader(b)); err != nil {
+			t.Fatalf("%s: %s: not a PNG: %v", page, line, err)
+		}
+		return
+	}
+	var doc struct {
+		XMLName xml.Name
+	}
+	if err := xml.Unmarshal(b, &doc); err != nil || doc.XMLName.Local != "svg" {
+		t.Fatalf("%s: %s: not an SVG document (%v, root %q)", page, line, err, doc.XMLName.Local)
 	}
 }

@@ -26,7 +26,7 @@ const referencePath = "../../docs/reference.md"
 // TestReferenceIsCurrent holds docs/reference.md to what the code defines:
 // every command and flag, every environment variable, every key of a
 // limits file and every metric. `go generate ./cmd/fleetlimit` rewrites it.
-//go:generate go test -run TestReferenceIsCurrent -update-reference .
+//go:generate go test -run TestReferenceIsCurrent|TestDocsPicturesAreCurrent -update-reference .
 
 func TestReferenceIsCurrent(t *testing.T) {
 	got := renderReference(t)

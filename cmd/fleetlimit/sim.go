@@ -20,15 +20,16 @@ import (
 // simFlags are sim's flags: the run's parameters, and how to run and print
 // it.
 type simFlags struct {
-	d                       sim.Params
-	traffic, routing, kind  string
-	restarts, members       string
-	outages, forgets        string
-	seeds, workers, keys    int
-	asJSON                  bool
-	keyDist                 string
-	timeline, timelineUntil time.Duration
-	alsoLimits              []string
+	d                      sim.Params
+	traffic, routing, kind string
+	restarts, members      string
+	outages, forgets       string
+	seeds, workers, keys   int
+	asJSON                 bool
+	keyDist                string
+	timeline               string
+	timelineUntil          time.Duration
+	alsoLimits             []string
 }
 
 func newSimCmd() *cobra.Command {
@@ -79,7 +80,8 @@ entries held.`,
   fleetlimit sim --design shared-counter --traffic flood:100 --duration 20m --rtt 10ms --sync-loss 0.1
   fleetlimit sim --design central-log --gateways 8 --traffic steady:0.8 --duration 20m --outage 10m+1m --forget 15m
   fleetlimit sim --design headroom --keys 1000 --key-dist zipf:1.1 --traffic steady:0.5 --duration 10m
-  fleetlimit sim --design headroom --traffic flood:100 --also-limit 5/1s --duration 20m`,
+  fleetlimit sim --design headroom --traffic flood:100 --also-limit 5/1s --duration 20m
+  fleetlimit sim --design permit --gateways 8 --traffic flood:100 --timeline run.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := sf.parse(cmd.Flags().Changed); err != nil {
@@ -167,7 +169,7 @@ func (sf *simFlags) run(w io.Writer, changed func(string) bool) error {
 		}
 		return simKeys(w, d, sf.seeds, sf.keys, dist, sf.workers, sf.asJSON)
 	}
-	if sf.timeline != 0 || changed("timeline-until") {
+	if changed("timeline") || changed("timeline-until") {
 		return simTimeline(w, d, sf.seeds, sf.timeline, sf.timelineUntil, sf.asJSON)
 	}
 	params := make([]sim.Params, sf.seeds)
@@ -217,7 +219,7 @@ func (sf *simFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&sf.outages, "outage", "", "T+D,... the store answers nothing from time T for D; the gateways fall back")
 	f.StringVar(&sf.forgets, "forget", "", "T,... the store loses everything it holds at time T; the gateways re-seed it")
 	f.DurationVar(&d.Faults.MemberTTL, "member-ttl", 0, "the membership's lease: heartbeats every third of it, a crashed member forgotten after it (0: 10s, serve's default)")
-	f.DurationVar(&sf.timeline, "timeline", 0, "print the run's timeline in buckets of this width: each gateway's admits, the rejections and the fleet's admits in the window ending there, against L (one seed)")
+	f.StringVar(&sf.timeline, "timeline", "", "a bucket width (1s): print the run's timeline in buckets of it, each gateway's admits, the rejections and the fleet's admits in the window ending there, against L; or FILE.svg or FILE.png: draw the run (admits in the window against L, each gateway's view, syncs and round trips, the flood's start) into it (one seed)")
 	f.DurationVar(&sf.timelineUntil, "timeline-until", 0, "with --timeline, how much of the run to show (default three windows)")
 	f.BoolVar(&sf.asJSON, "json", false, "print one JSON object")
 	f.IntVar(&sf.workers, "workers", 0, "parallel runs (0: one per core)")

@@ -4,36 +4,49 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/sim"
+	"github.com/fleetlimit/fleetlimit/study"
 )
 
 // maxGatewayColumns is the most gateways a text timeline shows one column
 // each; a larger fleet shows the least, median and most a gateway admitted.
 const maxGatewayColumns = 16
 
-// simTimeline runs one seed of d and prints its timeline in buckets of
-// width bucket up to until (0: three windows).
-func simTimeline(w io.Writer, d sim.Params, seeds int, bucket, until time.Duration, asJSON bool) error {
+// simTimeline runs one seed of d and prints its timeline, or draws it
+// into a file, as spec (a bucket width or FILE.svg, FILE.png) asks, up to
+// until (0: three windows).
+func simTimeline(w io.Writer, d sim.Params, seeds int, spec string, until time.Duration, asJSON bool) error {
+	file, format, bucket, err := parseTimeline(spec)
 	switch {
+	case err != nil:
+		return err
 	case seeds != 1:
 		return usagef("--timeline shows one run: give --seed S, not --seeds %d", seeds)
-	case bucket <= 0:
-		return usagef("--timeline %v: want a positive bucket width, such as 1s", bucket)
+	case file != "" && asJSON:
+		return usagef("--timeline %s draws the run; --json prints it: give one", file)
 	case until < 0:
 		return usagef("--timeline-until %v: want a positive duration", until)
 	case until == 0:
 		until = 3 * d.Window
 	}
 	until = min(until, d.Duration)
+	if file != "" {
+		bucket = study.PictureBucket(d, until)
+	}
 	r, tl, err := sim.RunTimeline(d, bucket, until)
 	if err != nil {
 		return usageError{err}
 	}
-	if asJSON {
+	switch {
+	case file != "":
+		return drawTimeline(w, file, format, d, until, r, tl)
+	case asJSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
@@ -43,6 +56,45 @@ func simTimeline(w io.Writer, d sim.Params, seeds int, bucket, until time.Durati
 		}{d.String(), toSimRun(r), tl})
 	}
 	writeTimeline(w, d, r, tl)
+	return nil
+}
+
+// parseTimeline reads --timeline: a picture file and its format, or a
+// bucket width.
+func parseTimeline(spec string) (file, format string, bucket time.Duration, err error) {
+	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(spec), "."))
+	if slices.Contains(study.TimelineFormats, ext) {
+		return spec, ext, 0, nil
+	}
+	bucket, perr := time.ParseDuration(spec)
+	switch {
+	case spec == "":
+		return "", "", 0, usagef("--timeline: give a bucket width such as 1s, or a file to draw the run into, such as run.svg")
+	case perr != nil:
+		return "", "", 0, usagef("--timeline %q: want a bucket width such as 1s, or a file ending in .svg or .png to draw the run into", spec)
+	case bucket <= 0:
+		return "", "", 0, usagef("--timeline %v: want a positive bucket width, such as 1s", bucket)
+	}
+	return "", "", bucket, nil
+}
+
+// drawTimeline draws the run into file and says so.
+func drawTimeline(w io.Writer, file, format string, d sim.Params, until time.Duration, r sim.Result, tl sim.Timeline) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return runError{err}
+	}
+	if err := study.DrawTimeline(f, format, d, r, tl); err != nil {
+		f.Close()
+		return runError{err}
+	}
+	if err := f.Close(); err != nil {
+		return runError{err}
+	}
+	fmt.Fprintf(w, "fleetlimit sim %s\n", d.String())
+	fmt.Fprintf(w, "drew %v of the run in buckets of %v into %s\n", until, tl.Bucket.Round(time.Microsecond), file)
+	fmt.Fprintf(w, "the whole run: admitted_x %.3f, worst_window_x %.3f, rejected %.2f%%, round trips %.2f%%\n",
+		r.AdmittedX, r.WorstWindowX, r.RejectedPct, r.RoundTripPct)
 	return nil
 }
 

@@ -73,7 +73,15 @@ function render(r) {
     sw.className = "swatch";
     sw.style.borderColor = colours[i % colours.length];
     sw.style.borderTopStyle = i % dashes.length === 0 ? "solid" : "dashed";
-    name.append(sw, run.design);
+    const pic = document.createElement("a");
+    const q = query();
+    q.set("designs", run.design);
+    pic.href = "api/timeline.svg?" + q.toString();
+    pic.className = "picture";
+    pic.target = "_blank";
+    pic.textContent = "picture";
+    pic.title = "this design's run drawn: admits in the window, each gateway's view, syncs and round trips";
+    name.append(sw, run.design, " ", pic);
     tr.append(name);
     for (const [k, digits] of [["admitted_x", 3], ["worst_window_x", 3], ["rejected_pct", 3], ["round_trip_pct", 2]]) {
       const td = document.createElement("td");

@@ -40,7 +40,7 @@ var Layers = map[string][]string{
 	"sim":                       {"internal/design", "sim/catalog", "store", "store/memstore", "window"},
 	"sweep":                     {"sim"},
 	"study":                     {"internal/design", "sim", "sim/catalog", "sweep", "window"},
-	"explore":                   {"sim", "sim/catalog"},
+	"explore":                   {"sim", "sim/catalog", "study"},
 	"accesslog":                 nil,
 	"replay":                    {"accesslog", "internal/design", "sim", "sim/catalog", "store", "store/memstore", "window"},
 	"scripts/accesslog-gen":     nil,
