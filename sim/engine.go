@@ -193,14 +193,18 @@ func (e *engine) run() {
 			if ev.t >= r.end {
 				break
 			}
-			r.watch.step(ev.t)
+			if r.watch != nil {
+				r.watch.step(ev.t)
+			}
 			e.handle(ev)
 			continue
 		}
 		if next >= r.end {
 			break
 		}
-		r.watch.step(next)
+		if r.watch != nil {
+			r.watch.step(next)
+		}
 		if syncs && sy.at() == next {
 			e.syncDue(next, sy.g())
 			sy.advance()

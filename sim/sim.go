@@ -559,7 +559,9 @@ func (r *runner) arrive(t int64, g, c int) {
 	}
 	gw := r.gws[g]
 	held := r.heldBefore(g)
-	r.watch.step(t)
+	if r.watch != nil {
+		r.watch.step(t)
+	}
 	v, q := gw.Decide(t, 1)
 	if v == design.Ask {
 		r.m.roundTrips++
@@ -581,7 +583,9 @@ func (r *runner) sync(t int64, g int) {
 	}
 	gw := r.gws[g]
 	held := r.heldBefore(g)
-	r.watch.step(t)
+	if r.watch != nil {
+		r.watch.step(t)
+	}
 	gw.SyncPush(t, &r.push)
 	r.storeSyncTo(t, &r.push, &r.pull)
 	gw.SyncPull(t, &r.pull)

@@ -18,11 +18,16 @@ type watch struct {
 
 // step is called before any step of the run at t: it reads the gateways'
 // views at the end of every bucket that ended at or before t, while their
-// state is still that of the steps before.
+// state is still that of the steps before. Small enough to inline, so a
+// run without a watch pays a nil check.
 func (w *watch) step(t int64) {
-	if w == nil || w.views == nil {
-		return
+	if w != nil && w.next < len(w.views) && int64(w.next+1)*w.bucket <= t {
+		w.readViews(t)
 	}
+}
+
+// readViews is step's work.
+func (w *watch) readViews(t int64) {
 	for w.next < len(w.views) && int64(w.next+1)*w.bucket <= t {
 		end := min(int64(w.next+1)*w.bucket, w.until) - 1
 		for g := range w.views[w.next] {
