@@ -11,6 +11,7 @@ package grpcmw
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -177,6 +178,9 @@ func (ic *interceptor) decide(ctx context.Context, method string, setHeader func
 		n = ic.Cost(ctx, method)
 	}
 	d, err := ic.allow(ctx, method, n)
+	if errors.Is(err, limiter.ErrClosed) { // the server is shutting down
+		return status.Error(codes.Unavailable, "grpcmw: "+err.Error())
+	}
 	if err != nil { // a Cost below 1: the caller's bug, never a silent admit
 		return status.Error(codes.Internal, "grpcmw: "+err.Error())
 	}

@@ -300,3 +300,19 @@ func TestSeveralLimits(t *testing.T) {
 		t.Error("interceptors of no Limiter: made")
 	}
 }
+
+// A call that reaches a closed limiter (the server shutting down) is
+// UNAVAILABLE, which clients retry, not INTERNAL.
+func TestClosedLimiterIsUnavailable(t *testing.T) {
+	l, err := limiter.New(limiter.Config{Limit: 5, Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := serve(t, l, grpcmw.Options{Key: grpcmw.Metadata("x-api-key")})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EmptyCall(withKey("alice"), &testpb.Empty{}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("after Close: %v, want UNAVAILABLE", err)
+	}
+}

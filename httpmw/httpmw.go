@@ -11,6 +11,7 @@ package httpmw
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -165,6 +166,11 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		n = m.Cost(r)
 	}
 	d, err := m.allow(r, n)
+	if errors.Is(err, limiter.ErrClosed) { // the server is shutting down or reloading
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "httpmw: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
 	if err != nil { // a Cost below 1: the caller's bug, never a silent admit
 		http.Error(w, "httpmw: "+err.Error(), http.StatusInternalServerError)
 		return

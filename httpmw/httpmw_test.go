@@ -162,3 +162,22 @@ func TestBadOptionsAreRefusedAtConstruction(t *testing.T) {
 		}
 	}
 }
+
+// A request that reaches a limiter already closed (the server shutting
+// down or reloading) is 503 with Retry-After, never a silent admit or a
+// 500: nothing was counted, and the client may try again.
+func TestClosedLimiterIsUnavailable(t *testing.T) {
+	l, err := limiter.New(limiter.Config{Limit: 5, Window: time.Minute, Sync: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(t, l, httpmw.Options{})(ok)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" || !strings.Contains(w.Body.String(), "closed") {
+		t.Fatalf("after Close: %d %v %q, want 503 with Retry-After: 1", w.Code, w.Header(), w.Body.String())
+	}
+}

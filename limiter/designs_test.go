@@ -29,7 +29,8 @@ func init() {
 	}
 }
 
-// mustAllow is the decision of an Allow, whose error is always nil.
+// mustAllow is the decision of an Allow, which these tests ask of an open
+// Limiter (the only error of a valid request is ErrClosed).
 func mustAllow(d Decision, err error) Decision {
 	if err != nil {
 		panic(err)

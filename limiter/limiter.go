@@ -350,11 +350,17 @@ func New(cfg Config) (*Limiter, error) {
 	return l, nil
 }
 
-// Allow decides one request for key under the default limit. Its error is
-// always nil: it has the shape of every other decision call.
+// Allow decides one request for key under the default limit. Its only
+// error is ErrClosed.
 func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
-	return l.allow(ctx, key, Limit{l.cfg.Limit, l.cfg.Window, l.cfg.WindowBuckets}, 1), nil
+	return l.allow(ctx, key, Limit{l.cfg.Limit, l.cfg.Window, l.cfg.WindowBuckets}, 1)
 }
+
+// ErrClosed is the error of a decision asked of a Limiter that Close has
+// begun to close: its final flush may have passed the key already, so an
+// admit now would never reach the store. Nothing is counted. A decision
+// already under way when Close begins ends normally and is flushed.
+var ErrClosed = errors.New("limiter: closed")
 
 // keyName is the name key is held under: itself, or its SHA-256 when it is
 // longer than MaxKeyLen.
@@ -388,7 +394,7 @@ func (l *Limiter) AllowLimit(ctx context.Context, key string, lim Limit, n int) 
 	if n < 1 {
 		return Decision{}, fmt.Errorf("limiter: cost %d: must be at least 1", n)
 	}
-	return l.allow(ctx, key, lim, n), nil
+	return l.allow(ctx, key, lim, n)
 }
 
 // Now is the Limiter's clock: the clock of Decision.At.
@@ -407,7 +413,7 @@ func (l *Limiter) Check(ctx context.Context, key string, lim Limit) (Decision, e
 	}
 	key = l.keyName(key)
 	if l.info.CheckOnly {
-		return l.allow(ctx, key, lim, 0), nil
+		return l.allow(ctx, key, lim, 0)
 	}
 	return l.view(key, lim), nil
 }
@@ -450,7 +456,7 @@ func (l *Limiter) specOf(lim Limit) window.Spec {
 	return window.Spec{Size: lim.Window, Kind: l.cfg.WindowKind, Buckets: lim.Buckets}
 }
 
-func (l *Limiter) allow(ctx context.Context, key string, lim Limit, n int) Decision {
+func (l *Limiter) allow(ctx context.Context, key string, lim Limit, n int) (Decision, error) {
 	key = l.keyName(key) // here, not in Allow, which stays small enough to inline; a hashed key's name is its own
 	// The request gives up on the store Timeout after it came, whatever
 	// it waited for meanwhile (the key, held by another request's call):
@@ -464,6 +470,10 @@ func (l *Limiter) allow(ctx context.Context, key string, lim Limit, n int) Decis
 			e.mu.Unlock()
 			continue
 		}
+		if l.closed.Load() { // under e.mu: Close's flush of e is either to come, and sees what this decides, or past
+			e.mu.Unlock()
+			return Decision{}, ErrClosed
+		}
 		now := l.now()
 		e.used = now
 		if e.prime && !l.degraded.Load() {
@@ -472,11 +482,11 @@ func (l *Limiter) allow(ctx context.Context, key string, lim Limit, n int) Decis
 		if e.learn && (l.decidesAlone() || l.degraded.Load()) { // evicted lately, and the store could not tell it its count
 			e.prime = l.decidesAlone()
 			e.mu.Unlock()
-			return l.unlearned(e, now)
+			return l.unlearned(e, now), nil
 		}
 		d := l.decide(ctx, e, now, giveUp, n)
 		e.mu.Unlock()
-		return d
+		return d, nil
 	}
 }
 

@@ -32,7 +32,7 @@ func (l *Limiter) AllowLimits(ctx context.Context, key string, lims []Limit, n i
 	if n < 1 {
 		return Decision{}, fmt.Errorf("limiter: cost %d: must be at least 1", n)
 	}
-	return l.allowMulti(ctx, l.keyName(key), lims, n), nil
+	return l.allowMulti(ctx, l.keyName(key), lims, n)
 }
 
 // validateLimits reports what is wrong with the limits of AllowLimits.
@@ -63,7 +63,7 @@ func (l *Limiter) validateLimits(lims []Limit) error {
 // allowMulti is AllowLimits once checked: each limit's entry, locked in
 // the limits' order (so two requests for the key never wait on each other
 // in a circle), decided together.
-func (l *Limiter) allowMulti(ctx context.Context, key string, lims []Limit, n int) Decision {
+func (l *Limiter) allowMulti(ctx context.Context, key string, lims []Limit, n int) (Decision, error) {
 	came := l.now()
 	giveUp := came + int64(l.cfg.Timeout)
 	es := make([]*entry, len(lims))
@@ -71,21 +71,24 @@ func (l *Limiter) allowMulti(ctx context.Context, key string, lims []Limit, n in
 		for i, lim := range lims {
 			es[i] = l.getPart(key, i+1, lim, came)
 		}
-		if d, ok := l.lockedMulti(ctx, es, giveUp, n); ok {
-			return d
+		if d, ok, err := l.lockedMulti(ctx, es, giveUp, n); ok || err != nil {
+			return d, err
 		}
 	}
 }
 
 // lockedMulti locks es and decides; false when one was evicted meanwhile
 // (the caller gets them again).
-func (l *Limiter) lockedMulti(ctx context.Context, es []*entry, giveUp int64, n int) (Decision, bool) {
+func (l *Limiter) lockedMulti(ctx context.Context, es []*entry, giveUp int64, n int) (Decision, bool, error) {
 	for _, e := range es {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		if e.evicted {
-			return Decision{}, false
+			return Decision{}, false, nil
 		}
+	}
+	if l.closed.Load() { // as in allow
+		return Decision{}, false, ErrClosed
 	}
 	now := l.now()
 	for i, e := range es {
@@ -97,10 +100,10 @@ func (l *Limiter) lockedMulti(ctx context.Context, es []*entry, giveUp int64, n 
 			e.prime = l.decidesAlone()
 			d := l.unlearned(e, now)
 			d.Bound = i
-			return d, true
+			return d, true, nil
 		}
 	}
-	return l.decideMulti(ctx, es, now, giveUp, n), true
+	return l.decideMulti(ctx, es, now, giveUp, n), true, nil
 }
 
 // decideMulti is decide for a key with several limits, es locked.
@@ -225,7 +228,7 @@ func (l *Limiter) CheckLimits(ctx context.Context, key string, lims []Limit) (De
 	}
 	key = l.keyName(key)
 	if l.info.CheckOnly {
-		return l.allowMulti(ctx, key, lims, 0), nil
+		return l.allowMulti(ctx, key, lims, 0)
 	}
 	var bind Decision
 	for i, lim := range lims {

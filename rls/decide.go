@@ -3,6 +3,7 @@ package rls
 import (
 	"cmp"
 	"context"
+	"errors"
 	"math"
 	"strconv"
 	"time"
@@ -192,7 +193,7 @@ func (s *Service) countAll(ctx context.Context, cfg *Config, req *pb.RateLimitRe
 			}
 			dec, err := s.count(ctx, d, 0)
 			if err != nil {
-				return status.Errorf(codes.Internal, "descriptor %d: %v", i, err)
+				return countError(i, err)
 			}
 			per := uint64(d.limit.Part(dec.Bound).RequestsPerUnit)
 			used := per - uint64(dec.Remaining)
@@ -215,11 +216,21 @@ func (s *Service) countAll(ctx context.Context, cfg *Config, req *pb.RateLimitRe
 		}
 		dec, err := s.count(ctx, *d, add)
 		if err != nil {
-			return status.Errorf(codes.Internal, "descriptor %d: %v", i, err)
+			return countError(i, err)
 		}
 		s.setStatus(cfg, req, d, dec)
 	}
 	return nil
+}
+
+// countError is the status of descriptor i's failed count: UNAVAILABLE
+// when the service is shutting down (its limiter closed, nothing counted),
+// INTERNAL otherwise.
+func countError(i int, err error) error {
+	if errors.Is(err, limiter.ErrClosed) {
+		return status.Errorf(codes.Unavailable, "descriptor %d: %v", i, err)
+	}
+	return status.Errorf(codes.Internal, "descriptor %d: %v", i, err)
 }
 
 // count counts add hits against d's counter (0: checks only), on the

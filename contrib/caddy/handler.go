@@ -232,6 +232,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			key = repl.ReplaceAll(zs.key, "")
 		}
 		d, err := zs.lim.Allow(r.Context(), key)
+		if errors.Is(err, limiter.ErrClosed) {
+			// a reload closed this configuration's limiter while the
+			// request was on its way through the old handler: nothing
+			// was counted, and the client may try again at once
+			w.Header().Set("Retry-After", "1")
+			return caddyhttp.Error(http.StatusServiceUnavailable, fmt.Errorf("fleetlimit: zone %s: %w (reloading)", zs.name, err))
+		}
 		if err != nil {
 			return caddyhttp.Error(http.StatusInternalServerError, err)
 		}
