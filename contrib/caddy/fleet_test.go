@@ -128,6 +128,7 @@ func TestCaddyFleetOnRedis(t *testing.T) {
 				ps = append(ps, startCaddy(t, bin, i, srv.Addr, dsg))
 			}
 			var ok, over, resets, reloading atomic.Int64
+			var okBy [3]atomic.Int64 // admits told, by process
 			stopAt := time.Now().Add(3500 * time.Millisecond)
 			var wg sync.WaitGroup
 			for g := range 6 {
@@ -149,6 +150,7 @@ func TestCaddyFleetOnRedis(t *testing.T) {
 						switch r.StatusCode {
 						case 200:
 							ok.Add(1)
+							okBy[(g+i)%3].Add(1)
 						case 429:
 							over.Add(1)
 						case 503:
@@ -191,6 +193,8 @@ func TestCaddyFleetOnRedis(t *testing.T) {
 				dsg, admitted, over.Load(), stored, resets.Load(), reloading.Load(), fleetLimit)
 			if int64(stored) != admitted {
 				t.Errorf("Redis holds %d admits, clients were told of %d", stored, admitted)
+				t.Logf("admits told by caddy 0, 1, 2: %d, %d, %d; Redis's members:\n%s", okBy[0].Load(), okBy[1].Load(), okBy[2].Load(),
+					members(t, srv.Addr, "fleet-"+dsg+":api:"))
 				for i, p := range ps {
 					t.Logf("caddy %d's fleetlimit lines:\n%s", i, grepLines(p.log.String(), "fleetlimit"))
 				}
@@ -226,6 +230,24 @@ func reload(t *testing.T, p *caddyProc, caddyfile string) {
 
 // storedAdmits counts the admits Redis holds under prefix for the key
 // named key (the probes that wait for a process ask without a key).
+// members lists the members of every sorted set under prefix, one line each.
+func members(t *testing.T, addr, prefix string) string {
+	st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{addr}, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c := redisinspect.Of(st).Client()
+	keys, _ := c.Keys(context.Background(), prefix+"*").Result()
+	var b strings.Builder
+	for _, k := range keys {
+		ms, _ := c.ZRange(context.Background(), k, 0, -1).Result()
+		h, _ := c.HGetAll(context.Background(), k).Result()
+		fmt.Fprintf(&b, "%s: %v %v\n", k, ms, h)
+	}
+	return b.String()
+}
+
 // grepLines returns the lines of s that contain sub.
 func grepLines(s, sub string) string {
 	var out []string

@@ -61,7 +61,8 @@ type Handler struct {
 	// the zone with the least left) or "none" (only Retry-After).
 	Headers string `json:"headers,omitempty"`
 
-	zones []*zoneState
+	zones    []*zoneState
+	released bool // Cleanup has let go of the zones' limiters
 }
 
 // Zone is one limit: each value of Key may make Limit requests per Window.
@@ -207,15 +208,22 @@ func (h *Handler) provisionZone(ctx caddy.Context, name string, z *Zone) (*zoneS
 }
 
 // Cleanup lets go of the zones' limiters; the last configuration to let go
-// of one closes it, which flushes its admits to the store.
+// of one closes it, which flushes its admits to the store. The zones stay:
+// a reload cleans the old configuration up while its last requests still
+// run, and they must still be decided, by a limiter the new configuration
+// shares or, once it is closed, as refused (ErrClosed): a handler without
+// its zones would let them through uncounted.
 func (h *Handler) Cleanup() error {
+	if h.released {
+		return nil
+	}
+	h.released = true
 	var errs []error
 	for _, zs := range h.zones {
 		if _, err := limiters.Delete(zs.poolKey); err != nil {
 			errs = append(errs, fmt.Errorf("fleetlimit: zone %s: %w", zs.name, err))
 		}
 	}
-	h.zones = nil
 	return errors.Join(errs...)
 }
 

@@ -1,16 +1,20 @@
 package fleetlimitcaddy
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 )
 
@@ -231,5 +235,32 @@ func TestJSONConfig(t *testing.T) {
 	bad := strings.Replace(cfg, `"limit": 1`, `"limit": -1`, 1)
 	if err := caddy.Load([]byte(bad), true); err == nil || !strings.Contains(err.Error(), "zone api: limit -1") {
 		t.Fatalf("a limit of -1: %v", err)
+	}
+}
+
+// A request still on its way through a handler that a reload has cleaned
+// up (Caddy cleans the old configuration up while its last requests run)
+// is refused with 503 and never reaches the next handler: a cleaned-up
+// handler used to have no zones, and let it through uncounted.
+func TestCleanedUpHandlerLetsNothingThrough(t *testing.T) {
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	h := &Handler{Zones: map[string]*Zone{"api": {Key: "k", Limit: 5, Window: caddy.Duration(time.Minute)}}}
+	if err := h.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Cleanup(); err != nil { // Caddy may clean up twice after a failed Provision
+		t.Fatalf("second Cleanup: %v", err)
+	}
+	reached := false
+	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { reached = true; return nil })
+	w := httptest.NewRecorder()
+	err := h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil), next)
+	var he caddyhttp.HandlerError
+	if reached || !errors.As(err, &he) || he.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("after Cleanup: reached next %v, error %v; want 503 and not reached", reached, err)
 	}
 }
