@@ -548,7 +548,14 @@ func floodAgainst(t *testing.T, ls []*Limiter, key string, rate float64, p sim.P
 	}
 	t.Logf("live: admitted_x %.3f, worst window %d (bound %d, %d by the fallback); simulator: admitted_x %.3f, worst window %.0f",
 		x, wExact, b, r.fallbackAdmits, f.AdmittedX, f.WorstWindowX*float64(p.Limit))
-	if x < 0.9*f.AdmittedX || x > 1.1*f.AdmittedX {
+	// The simulator's store always answers within the timeout; a live run
+	// whose store calls timed out into the fallback (a machine busy enough
+	// to starve the gateways or Redis) left that model, and is held to its
+	// bound, which counts what the fallback may add, not to the figure.
+	switch {
+	case r.fallbackAdmits > 0:
+		t.Logf("the fallback admitted %d: the run left the simulator's model, so only its bound is checked", r.fallbackAdmits)
+	case x < 0.9*f.AdmittedX || x > 1.1*f.AdmittedX:
 		t.Errorf("live admitted_x %.3f, simulator %.3f: more than 10%% apart", x, f.AdmittedX)
 	}
 	if wExact > b {
