@@ -2,8 +2,10 @@ package limiter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"time"
 
@@ -35,6 +37,10 @@ func (l *Limiter) claim() error {
 				"gateway", l.cfg.Gateway, "fleet", l.cfg.Fleet, "holder", holder, "wait at most", l.cfg.ClaimTTL)
 		}
 		switch {
+		case err != nil && timedOut(err) && time.Now().Before(deadline):
+			// a slow store (a busy machine, a spike): try again until the
+			// claim's deadline; one that refuses the call fails at once
+			continue
 		case err != nil:
 			return fmt.Errorf("limiter: claiming gateway index %d on the store: %w", l.cfg.Gateway, err)
 		case ok:
@@ -49,6 +55,13 @@ func (l *Limiter) claim() error {
 		}
 		time.Sleep(min(l.cfg.ClaimTTL/10, time.Second))
 	}
+}
+
+// timedOut reports whether err is a store call that ran out of time, which
+// a later call may not.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // renewClaim renews the claim every third of ClaimTTL until Close. A claim

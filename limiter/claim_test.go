@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fleetlimit/fleetlimit/internal/redistest"
+	"github.com/fleetlimit/fleetlimit/internal/slowproxy"
 	"github.com/fleetlimit/fleetlimit/store/redisstore"
 )
 
@@ -78,4 +79,24 @@ func TestGatewayIndexIsClaimed(t *testing.T) {
 		t.Fatalf("gateway 0 after a crashed holder's claim expired: %v", err)
 	}
 	d.Close()
+}
+
+// A claim that times out on a slow store is tried again within ClaimTTL:
+// a gateway that starts while every round trip is late by more than its
+// SyncTimeout starts once the store is quick again, instead of failing.
+func TestClaimOutlastsASlowStore(t *testing.T) {
+	srv := redistest.Start(t)
+	p := slowproxy.Start(t, srv.Addr)
+	st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{p.Addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	p.SetDelay(400 * time.Millisecond)
+	go func() { time.Sleep(time.Second); p.SetDelay(0) }()
+	l, err := New(Config{Gateways: 2, Gateway: 1, Store: st, SyncTimeout: 100 * time.Millisecond, ClaimTTL: 30 * time.Second, Logger: quietLog})
+	if err != nil {
+		t.Fatalf("a claim through a store slow for a second: %v", err)
+	}
+	l.Close()
 }

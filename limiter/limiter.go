@@ -109,7 +109,8 @@ type Config struct {
 	// store (store.Claimer: Redis) lasts unless renewed, which it is every
 	// third of it; default 10 s. A process that finds its index held by
 	// another live one waits up to ClaimTTL for it to expire (a crashed
-	// holder's does), then refuses to start.
+	// holder's does), then refuses to start; a claim that times out (a
+	// slow store) is tried again within the same ClaimTTL.
 	ClaimTTL time.Duration
 	// Instance names this process in its claim; default host:pid:random.
 	Instance string
