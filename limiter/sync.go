@@ -254,7 +254,7 @@ func (l *Limiter) evictIdle(ents []*entry, now int64) {
 }
 
 // Close stops the sync loop and pushes what is unsynced, within
-// CloseTimeout. It returns the final sync's error, saying how far it got.
+// CloseTimeout (a batch that times out is sent again). It returns the final sync's error, saying how far it got.
 // Decisions under way when it begins end normally and are pushed; any
 // asked after it began return ErrClosed and count nothing.
 func (l *Limiter) Close() error {
@@ -265,7 +265,7 @@ func (l *Limiter) Close() error {
 	<-l.done
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.CloseTimeout)
 	defer cancel()
-	err := l.SyncNow(ctx)
+	err := l.finalSync(ctx)
 	if l.claimStop != nil { // released after the last sync's pushes
 		close(l.claimStop)
 		<-l.claimDone
@@ -274,4 +274,22 @@ func (l *Limiter) Close() error {
 		l.clock.release()
 	}
 	return err
+}
+
+// finalSync is Close's last sync: tried again while a batch times out
+// (a slow store: each store call has SyncTimeout, the whole CloseTimeout)
+// until ctx ends, which a retried push cannot count twice; a store that
+// refuses the call is not waited for.
+func (l *Limiter) finalSync(ctx context.Context) error {
+	for {
+		err := l.SyncNow(ctx)
+		if err == nil || !timedOut(err) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(min(l.cfg.SyncTimeout/5, 100*time.Millisecond)):
+		}
+	}
 }
