@@ -254,9 +254,10 @@ func (l *Limiter) evictIdle(ents []*entry, now int64) {
 }
 
 // Close stops the sync loop and pushes what is unsynced, within
-// CloseTimeout (a batch that times out is sent again). It returns the final sync's error, saying how far it got.
-// Decisions under way when it begins end normally and are pushed; any
-// asked after it began return ErrClosed and count nothing.
+// CloseTimeout (a batch that times out is sent again). It returns the
+// final sync's error, saying how far it got. Decisions under way when it
+// begins end normally and are pushed; any asked after it began return
+// ErrClosed and count nothing.
 func (l *Limiter) Close() error {
 	if l.closed.Swap(true) {
 		return errors.New("limiter: closed twice")
