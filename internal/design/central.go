@@ -29,6 +29,11 @@ type centralLog struct {
 	noted      bool
 	notedAt    int64
 	notedCount int
+	// a sync in flight, and the highest count an answer reported
+	// meanwhile: the store applied that check before the sync (the pull's
+	// count holds it) or after (it does not), and the pull takes the larger
+	syncing bool
+	seen    int
 }
 
 func newCentralLog(c Config) Gateway {
@@ -60,7 +65,13 @@ func (c *centralLog) Resume(now int64, n int, q store.Query, a store.Answer) Ver
 	if forgot {
 		old = c.view.known(lo)
 	}
-	c.view.rebase(now, lo, a.Count)
+	switch {
+	case c.syncing:
+		c.seen = max(c.seen, a.Count)
+		c.view.rebase(now, lo, a.Count)
+	case !c.local.crossed(q) || a.Count > c.view.known(lo):
+		c.view.rebase(now, lo, a.Count) // else the pull's count is the later
+	}
 	if forgot {
 		c.view.forgot(old, oldAt)
 	}
@@ -109,11 +120,15 @@ func (c *centralLog) Abandon(now int64, n int, q store.Query, fallback bool) Ver
 func (c *centralLog) SyncPush(now int64, p *store.Push) {
 	*p = store.Push{Gateway: c.cfg.Gateway, Horizon: HorizonSyncs * int64(c.cfg.Sync)}
 	c.local.push(p)
+	c.syncing, c.seen = true, 0
 }
 
 func (c *centralLog) SyncPull(now int64, p *store.Pull) {
 	c.catchUp()
-	takePull(now, p, &c.view, &c.local, c.cfg.Window)
+	if !takePull(now, p, &c.view, &c.local, c.cfg.Window) && c.seen > p.Count {
+		c.view.rebase(now, c.cfg.Window.Lo(now), c.seen) // an answer after the sync was the later
+	}
+	c.syncing, c.seen = false, 0
 }
 
 func (c *centralLog) Held() int { return 0 }

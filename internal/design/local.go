@@ -50,6 +50,9 @@ type local struct {
 	call   store.Call
 	wd     []store.Withdrawal
 	wdUpTo uint64
+	// pullID is nextID when the last pull came: a query of an ID up to
+	// it was in flight across that pull (see crossed)
+	pullID uint64
 
 	// the store's life of the key when it last answered, and when (heard:
 	// it has answered); forgot counts the times it was found to have
@@ -186,6 +189,16 @@ func (l *local) query(q *store.Query, own bool) {
 	q.Call = &l.call
 }
 
+// crossed reports whether q, answered now, was sent before the last pull
+// came: a live driver sends a central check and a sync on different
+// connections, so the store may have applied q before that sync (the
+// pull's count holds its admit) or after (it does not). Only a query with
+// Config.Mend's ID can tell; the simulator syncs between decisions and
+// sends none.
+func (l *local) crossed(q store.Query) bool {
+	return q.Call != nil && q.Call.ID != 0 && q.Call.ID <= l.pullID
+}
+
 // abandon records that q's answer will never come: a central check the
 // store may have logged must be withdrawn.
 func (l *local) abandon(now int64, q store.Query) {
@@ -210,6 +223,7 @@ func (l *local) answered(now int64, c *store.Call, gen uint64) bool {
 // whether the store forgot the key.
 func (l *local) pulled(now int64, p *store.Pull) bool {
 	l.ackWithdrawals(l.wdUpTo)
+	l.pullID = l.nextID
 	if l.reseedPushed {
 		l.reseed, l.reseedN, l.reseedPushed = nil, nil, false
 	}

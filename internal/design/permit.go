@@ -204,7 +204,10 @@ func (p *permit) horizon() int64 { return HorizonSyncs * int64(p.cfg.Sync) }
 
 func (p *permit) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
 	p.answered(now, q, a)
-	p.view.rebase(now, p.cfg.Window.Lo(now), a.Count)
+	lo := p.cfg.Window.Lo(now)
+	if p.syncing || !p.local.crossed(q) || a.Count > p.view.known(lo) {
+		p.view.rebase(now, lo, a.Count) // else the pull's count is the later
+	}
 	// refused with room in the window: the slots outstanding fill
 	// L + spare, and only syncs (or admits leaving) make room
 	p.wait = !a.Admit && a.Count+n <= p.cfg.Limit
@@ -237,8 +240,12 @@ func (p *permit) SyncPush(now int64, push *store.Push) {
 }
 
 func (p *permit) SyncPull(now int64, pull *store.Pull) {
-	p.pulled(now, pull)
+	seen := p.seen
+	forgot := p.pulled(now, pull)
 	p.view.pulled(now, pull)
+	if !forgot && seen > pull.Count {
+		p.view.rebase(now, p.cfg.Window.Lo(now), seen) // a central answer after the sync was the later
+	}
 	p.told = true
 	p.refused -= p.report // reported; those since the push go with the next
 	p.report = 0

@@ -30,6 +30,11 @@ type slots struct {
 	// centralSince are the requests the central check admitted since the
 	// last pull: part of the count the gateway knows, not yet in count.
 	centralSince int
+	// seen is the highest count a central admit's answer reported while
+	// a sync was in flight: the store applied that check before the sync
+	// (and the pull's count holds it) or after (and the pull's does not);
+	// the pull takes the larger.
+	seen int
 	// for the fallback: when the last pull came, the slots it said were
 	// outstanding fleet-wide, and the grant it brought
 	pullAt      int64
@@ -80,7 +85,17 @@ func (s *slots) central(now int64, n int, q store.Query, a store.Answer) Verdict
 		s.local.abandon(now, q)
 		return Reject
 	}
-	s.centralSince += n
+	switch {
+	case s.syncing:
+		s.seen = max(s.seen, a.Count)
+		s.centralSince += n
+	case s.local.crossed(q):
+		// in flight across the last pull: its count is the store's, as of
+		// before or after the sync, whichever it was
+		s.centralSince = max(s.centralSince, a.Count-s.count)
+	default:
+		s.centralSince += n
+	}
 	s.local.remember(now, n)
 	s.grant += a.Granted // a top-up
 	s.granted += a.Granted
@@ -95,7 +110,7 @@ func (s *slots) unadmit(now int64, n int, q store.Query) (central bool) {
 		s.grant += n
 		s.local.unadd(n)
 	case q.Kind == store.QueryCentral:
-		s.centralSince -= n
+		s.centralSince = max(s.centralSince-n, 0)
 		s.local.abandon(now, q)
 		return true
 	default:
@@ -146,18 +161,20 @@ func (s *slots) push(p *store.Push, ask, spare int) {
 	*p = store.Push{Gateway: s.cfg.Gateway, Ask: ask, Spare: spare}
 	s.local.push(p)
 	s.grant = 0 // handed back by the push; a new grant comes with the pull
-	s.syncing = true
+	s.syncing, s.seen = true, 0
 }
 
 // pulled takes a sync's answer: the grant, the store's count, and the
-// slots outstanding fleet-wide.
-func (s *slots) pulled(now int64, p *store.Pull) {
-	// The pull's count holds the central admits that reached the store
-	// before this sync's push; those after it wait for the next pull.
-	if s.local.pulled(now, p) {
+// slots outstanding fleet-wide; it reports whether the store had lost the
+// key.
+func (s *slots) pulled(now int64, p *store.Pull) (forgot bool) {
+	if forgot = s.local.pulled(now, p); forgot {
 		s.floor, s.floorAt = s.count+s.centralSince, s.pullAt
 	}
-	s.grant, s.count, s.centralSince = p.Granted, p.Count, 0
+	// A central admit answered while the sync was in flight may be in the
+	// pull's count or not: the larger count of the two is the later.
+	s.grant, s.count, s.centralSince = p.Granted, p.Count, max(s.seen-p.Count, 0)
+	s.seen = 0
 	if s.floor > 0 {
 		// a store that lost the key grants against a count without the
 		// admits the fleet has not re-seeded yet: use no more slots than
@@ -169,6 +186,7 @@ func (s *slots) pulled(now int64, p *store.Pull) {
 		}
 	}
 	s.pullAt, s.outstanding, s.granted = now, p.Outstanding, p.Granted
+	return forgot
 }
 
 // capped is a grant after the store lost the key: no more slots than the

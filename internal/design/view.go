@@ -147,8 +147,9 @@ func (v *storeView) forgot(old int, oldAt int64) {
 
 // takePull takes a sync's pull into a view and a local record (then
 // settled): when the store forgot the key, what the view knew before stays
-// a floor under the store's count.
-func takePull(now int64, p *store.Pull, v *storeView, l *local, w window.Spec) {
+// a floor under the store's count. It reports whether the store had lost
+// the key.
+func takePull(now int64, p *store.Pull, v *storeView, l *local, w window.Spec) bool {
 	forgot, old, oldAt := l.pulled(now, p), 0, v.at
 	if forgot {
 		old = v.known(w.Lo(now))
@@ -158,6 +159,7 @@ func takePull(now int64, p *store.Pull, v *storeView, l *local, w window.Spec) {
 		v.forgot(old, oldAt)
 	}
 	l.settle()
+	return forgot
 }
 
 // unfloored reports whether the store's count has no floor under it, or
