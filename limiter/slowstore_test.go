@@ -157,9 +157,12 @@ func (f slowFleet) gateways(t *testing.T, p *slowproxy.Proxy, dsg, prefix string
 // run drives honest keys and a flooded key through f's gateways for d while
 // the store is slow as s says, then closes the gateways (their last pushes
 // and withdrawals reach the store) and checks that the store holds
-// exactly the admits clients were told of, key by key.
-func (f slowFleet) run(t *testing.T, srv *redistest.Server, name string, s slowness, d time.Duration) slowRun {
+// exactly the admits clients were told of, key by key. It calls ready once
+// its gateways are made (or failed), before any traffic.
+func (f slowFleet) run(t *testing.T, srv *redistest.Server, name string, s slowness, d time.Duration, ready func()) slowRun {
 	var r slowRun
+	ready = sync.OnceFunc(ready)
+	defer ready() // the others wait for it
 	p := slowproxy.Start(t, srv.Addr)
 	dsg := name
 	if name == "headroom" { // its local budgets, B_j of its bound
@@ -167,6 +170,7 @@ func (f slowFleet) run(t *testing.T, srv *redistest.Server, name string, s slown
 	}
 	var mu sync.Mutex
 	ls, st, err := f.gateways(t, p, dsg, fmt.Sprintf("slow:%s:%s:", name, s.name), &r, &mu)
+	ready()
 	if err != nil {
 		t.Errorf("%s, %s: %v", name, s.name, err)
 		return r
@@ -308,14 +312,20 @@ func TestSlowStore(t *testing.T) {
 	suite.watchHeadroom(t)
 	names := design.Sliding()
 	runs := make([][]slowRun, len(names))
-	var wg sync.WaitGroup
+	// Every fleet's gateways are made before any traffic starts: under
+	// the race detector on a busy machine, the traffic of the fleets
+	// already running kept the last gateways' claims waiting past their
+	// timeouts, for seconds on end.
+	var wg, made sync.WaitGroup
+	made.Add(len(names) * len(slownesses))
+	ready := func() { made.Done(); made.Wait() }
 	for i, name := range names {
 		runs[i] = make([]slowRun, len(slownesses))
 		for j, s := range slownesses {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				runs[i][j] = suite.run(t, srv, name, s, d)
+				runs[i][j] = suite.run(t, srv, name, s, d, ready)
 			}()
 		}
 	}
