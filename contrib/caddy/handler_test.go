@@ -53,6 +53,15 @@ func load(t testing.TB, caddyfile string) error {
 // seen beside two CPU hogs).
 func get(t testing.TB, url, key string) (int, http.Header, string) {
 	t.Helper()
+	code, h, body, err := tryGet(url, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, h, body
+}
+
+// tryGet is get, returning the error.
+func tryGet(url, key string) (int, http.Header, string, error) {
 	req, _ := http.NewRequest("GET", url, nil)
 	if key != "" {
 		req.Header.Set("X-API-Key", key)
@@ -60,11 +69,29 @@ func get(t testing.TB, url, key string) (int, http.Header, string) {
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	r, err := c.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, "", err
 	}
 	defer r.Body.Close()
 	b, _ := io.ReadAll(r.Body)
-	return r.StatusCode, r.Header, string(b)
+	return r.StatusCode, r.Header, string(b), nil
+}
+
+// getAfterReload is get for the first request after an in-process reload:
+// while Caddy hands the port from the old servers to the new, a connection
+// may be reset or closed before any handler reads it (seen once in 30
+// runs), and is tried again, at most 50 times.
+func getAfterReload(t testing.TB, url, key string) (int, http.Header, string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		code, h, body, err := tryGet(url, key)
+		if err == nil {
+			return code, h, body
+		}
+		if i == 50 {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func site(port int, body string, handler string) string {
@@ -113,7 +140,7 @@ func TestCaddyfileInProcess(t *testing.T) {
 	if err := load(t, global(t, port)+site(port, "hello again", apiZone)); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, body := get(t, url, "bob"); code != 200 || body != "hello again" {
+	if code, _, body := getAfterReload(t, url, "bob"); code != 200 || body != "hello again" {
 		t.Fatalf("after the reload: %d %q, want 200 from the new configuration", code, body)
 	}
 	if code, _, _ := get(t, url, "alice"); code != 429 {
@@ -123,7 +150,7 @@ func TestCaddyfileInProcess(t *testing.T) {
 	if err := load(t, global(t, port)+site(port, "hello", strings.Replace(apiZone, "limit 2", "limit 3", 1))); err != nil {
 		t.Fatal(err)
 	}
-	if code, h, _ := get(t, url, "alice"); code != 200 || h.Get("RateLimit-Policy") != `"api";q=3;w=60` {
+	if code, h, _ := getAfterReload(t, url, "alice"); code != 200 || h.Get("RateLimit-Policy") != `"api";q=3;w=60` {
 		t.Fatalf("after a reload that changed the zone: %d %q", code, h.Get("RateLimit-Policy"))
 	}
 }
