@@ -330,9 +330,14 @@ func TestUpstreamIntegrationReplay(t *testing.T) {
 			replayReload(t, s)
 		})
 	}
+	// The default design, permit, on the embedded store: between syncs it
+	// counts exactly; a sync while the key is calm may lend it a slot
+	// beyond L (its bound is (1 + 0.1) L), which made request 21 of a
+	// limit of 20 an admit in 2 of 40 runs beside two CPU hogs. Like
+	// lease-ask's, its replay runs between syncs.
 	t.Run("embedded store", func(t *testing.T) {
 		t.Parallel()
-		replayBasic(t, startUpstreamServe(t), false)
+		replayBasic(t, startUpstreamServe(t, "FLEETLIMIT_SYNC=1h"), false)
 	})
 	t.Run("central-counter with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", func(t *testing.T) {
 		t.Parallel()
