@@ -223,9 +223,13 @@ func replayKey2(t *testing.T, s *upstreamServe) {
 // avoidMinuteEdge waits for the next minute when this one ends within 2 s:
 // a run of requests on a minute's limit that straddled two windows would
 // see the count start afresh (upstream's own tests take that chance).
-func avoidMinuteEdge() {
+func avoidMinuteEdge() { avoidEdge(time.Minute, 2*time.Second) }
+
+// avoidEdge waits for the next fixed window of size when this one ends
+// within margin.
+func avoidEdge(size, margin time.Duration) {
 	now := time.Now()
-	if next := now.Truncate(time.Minute).Add(time.Minute); next.Sub(now) < 2*time.Second {
+	if next := now.Truncate(size).Add(size); next.Sub(now) < margin {
 		time.Sleep(next.Sub(now) + 10*time.Millisecond)
 	}
 }
