@@ -65,13 +65,10 @@ func (c *centralLog) Resume(now int64, n int, q store.Query, a store.Answer) Ver
 	if forgot {
 		old = c.view.known(lo)
 	}
-	switch {
-	case c.syncing:
+	if c.syncing {
 		c.seen = max(c.seen, a.Count)
-		c.view.rebase(now, lo, a.Count)
-	case !c.local.crossed(q) || a.Count > c.view.known(lo):
-		c.view.rebase(now, lo, a.Count) // else the pull's count is the later
 	}
+	c.view.answered(now, lo, a.Count, !c.syncing && c.local.crossed(q))
 	if forgot {
 		c.view.forgot(old, oldAt)
 	}

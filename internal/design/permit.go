@@ -204,10 +204,7 @@ func (p *permit) horizon() int64 { return HorizonSyncs * int64(p.cfg.Sync) }
 
 func (p *permit) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
 	p.answered(now, q, a)
-	lo := p.cfg.Window.Lo(now)
-	if p.syncing || !p.local.crossed(q) || a.Count > p.view.known(lo) {
-		p.view.rebase(now, lo, a.Count) // else the pull's count is the later
-	}
+	p.view.answered(now, p.cfg.Window.Lo(now), a.Count, !p.syncing && p.local.crossed(q))
 	// refused with room in the window: the slots outstanding fill
 	// L + spare, and only syncs (or admits leaving) make room
 	p.wait = !a.Admit && a.Count+n <= p.cfg.Limit

@@ -118,6 +118,15 @@ func (v *storeView) rebase(now, lo int64, count int) {
 	v.reckon()
 }
 
+// answered takes a central answer's count, newer than the view's, unless
+// the query crossed the last pull (local.crossed) and the count is below
+// the view's: the store applied it before that sync, and the pull is later.
+func (v *storeView) answered(now, lo int64, count int, crossed bool) {
+	if !crossed || count > v.known(lo) {
+		v.rebase(now, lo, count)
+	}
+}
+
 // withdrawn takes n back from the view's count: an admit the store
 // counted in its last answer that the gateway is withdrawing.
 func (v *storeView) withdrawn(n int) {
