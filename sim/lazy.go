@@ -248,7 +248,9 @@ func (lr *lazyRun) run() {
 			lr.storeChanged(a.t, len(lr.sc))
 		}
 	}
-	lr.syncUpTo(r.end - 1)
+	if !r.noTail {
+		lr.syncUpTo(r.end - 1)
+	}
 }
 
 // dueQueue finds the gateway whose due sync comes first, ties in sync

@@ -135,6 +135,23 @@ func RunRequestsTrace(p Params, rq *Requests, trace Trace) (Result, error) {
 	return res, err
 }
 
+// RunDecisions is RunRequestsTrace for a driver that reads only the
+// decisions and the figures made of them (admits, rejections, round trips,
+// worst windows, scheduled syncs): it performs no sync after the last
+// arrival, since none can change a decision, and leaves out the quiet syncs
+// of sparse arrivals whatever the design. The store's counts and the
+// leases' figures of its Result stop at the last arrival.
+func RunDecisions(p Params, rq *Requests, trace Trace) (Result, error) {
+	if rq == nil {
+		return Result{}, fmt.Errorf("run %v: no requests given", p)
+	}
+	if p.Key() != rq.key {
+		return Result{}, fmt.Errorf("run %v: the requests given were made for another run (%+v)", p, rq.key)
+	}
+	res, _, err := runOn(p, rq, trace, modeDecisions)
+	return res, err
+}
+
 // Len is the number of requests.
 func (rq *Requests) Len() int { return len(rq.t) }
 

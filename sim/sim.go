@@ -317,6 +317,10 @@ const (
 	modeFaulty // the fault engine, even with no fault set
 	modePlain  // the eager mode, asking the design for every decision
 	modeSkip   // the eager mode leaving out quiet syncs, on arrivals drawn ahead
+	// modeDecisions is modeAuto for a driver that reads only the
+	// decisions (RunDecisions): the lazy mode wherever arrivals are sparse,
+	// BusySyncs or not, and no sync after the last arrival
+	modeDecisions
 )
 
 // The expected arrivals per gateway per sync interval under which a run
@@ -367,6 +371,7 @@ type runner struct {
 	end   int64
 
 	skipQuiet bool // the eager mode may leave out the syncs the lazy mode would
+	noTail    bool // no sync after the last arrival (modeDecisions)
 
 	multi *multiRun // a key with several limits (Params.Limits), else nil
 
@@ -379,12 +384,9 @@ func run(p Params, trace Trace, md mode) (Result, int64, error) { return runOn(p
 // runOn is run on the arrivals rq, drawn ahead for p (nil: drawn as the run
 // goes).
 func runOn(p Params, rq *Requests, trace Trace, md mode) (Result, int64, error) {
-	r, err := newRunner(p, trace)
+	r, err := newRunner(p, trace, rq)
 	if err != nil {
 		return Result{}, 0, err
-	}
-	if rq != nil {
-		r.src = &replay{rq: rq}
 	}
 	r.execute(md)
 	res := r.m.result(r.end)
@@ -394,8 +396,9 @@ func runOn(p Params, rq *Requests, trace Trace, md mode) (Result, int64, error) 
 	return res, r.m.performed, nil
 }
 
-// newRunner sets up run p: its gateways, store, traffic and sync phases.
-func newRunner(p Params, trace Trace) (*runner, error) {
+// newRunner sets up run p: its gateways, store, traffic (the arrivals rq,
+// or drawn as the run goes when nil) and sync phases.
+func newRunner(p Params, trace Trace, rq *Requests) (*runner, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -413,7 +416,11 @@ func newRunner(p Params, trace Trace) (*runner, error) {
 	if info.RateLeases != "" {
 		r.key.SetRateLeases(info.RateLeases == catalog.RateFair)
 	}
-	r.src = newMix(p)
+	if rq != nil {
+		r.src = &replay{rq: rq}
+	} else {
+		r.src = newMix(p)
+	}
 	r.m = newMeter(p, info.Leases)
 
 	r.phase, r.order = syncPhases(p, k)
@@ -447,14 +454,7 @@ func scheduledSyncs(p Params, info catalog.Info, phase []int64) int64 {
 	if info.NoSync {
 		return 0
 	}
-	var n int64
-	end, delta := int64(p.Duration), int64(p.Sync)
-	for _, ph := range phase[:p.Gateways] {
-		if ph < end {
-			n += (end - ph + delta - 1) / delta
-		}
-	}
-	return n
+	return SyncsWithin(p, phase)
 }
 
 // SyncPhases returns when each of run p's gateways first syncs (gateway i
@@ -472,6 +472,20 @@ func ScheduledSyncs(p Params) (int64, error) {
 	info, _ := catalog.Lookup(p.Design)
 	phase, _ := syncPhases(p, p.Faults.slots(p.Gateways))
 	return scheduledSyncs(p, info, phase), nil
+}
+
+// SyncsWithin is ScheduledSyncs for a design that syncs, its gateways'
+// phases given (SyncPhases): a driver that runs many designs on one run's
+// phases counts them once.
+func SyncsWithin(p Params, phase []int64) int64 {
+	var n int64
+	end, delta := int64(p.Duration), int64(p.Sync)
+	for _, ph := range phase[:min(p.Gateways, len(phase))] {
+		if ph < end {
+			n += (end - ph + delta - 1) / delta
+		}
+	}
+	return n
 }
 
 // execute runs r in the given mode.
@@ -494,10 +508,14 @@ func (r *runner) execute(md mode) {
 		r.eager(false, md != modePlain)
 	case md == modeLazy && lazy, md == modeAuto && lazy && !r.info.BusySyncs && perGateway < below:
 		r.lazy()
+	case md == modeDecisions && lazy && perGateway < below:
+		r.noTail = true
+		r.lazy()
 	default:
 		// the eager mode proper (modeEager) performs every sync: the
 		// store's counts of many keys come from it (RunKeys)
 		r.skipQuiet = md == modeAuto && !r.info.BusySyncs && perGateway < skipBelow || md == modeSkip
+		r.noTail = md == modeDecisions
 		r.eager(true, md != modePlain)
 	}
 }
@@ -640,7 +658,7 @@ func (r *runner) eager(syncs, refuse bool) {
 			rf.renew(t, g)
 		}
 	}
-	if syncs {
+	if syncs && !r.noTail {
 		rr.upTo(r.end - 1)
 	}
 }
