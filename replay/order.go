@@ -42,21 +42,28 @@ func (memRuns) Close() error { return nil }
 const DefaultOrderBuffer = 1 << 20
 
 // orderer puts a log's lines in time order (ties in the log's order) in
-// bounded memory: it holds up to max lines, and past that sorts them and
+// bounded memory: it holds up to max lines, and past that merges them and
 // writes them out as a run (RunStore); at the end it merges
 // the runs and what it still holds. A log of at most max lines never
-// spills. Times are the log's own, before Speed and Shift.
+// spills. Times are the log's own, before Speed and Shift. It holds the
+// lines in chunks, each sorted as it fills: growing one slice to a million
+// lines would copy it again and again.
 type orderer struct {
-	max   int
-	buf   []pendingLine
-	store RunStore
-	runs  []func() (io.ReadCloser, error)
+	max    int
+	chunks [][]pendingLine // full chunks, each sorted
+	buf    []pendingLine   // the chunk filling
+	held   int
+	store  RunStore
+	runs   []func() (io.ReadCloser, error)
 	// the latest time read so far, and the furthest a line came behind it
 	started  bool
 	latest   int64
 	disorder int64
 	behind   int64 // lines that came behind a later one
 }
+
+// chunkLines is the most lines of one of the orderer's chunks.
+const chunkLines = 1 << 16
 
 func newOrderer(max int, store RunStore) *orderer {
 	if store == nil {
@@ -74,8 +81,13 @@ func (o *orderer) add(p pendingLine) error {
 	if !o.started || p.t > o.latest {
 		o.latest, o.started = p.t, true
 	}
+	if len(o.buf) == chunkLines {
+		slices.SortFunc(o.buf, byTime)
+		o.chunks = append(o.chunks, o.buf)
+		o.buf = make([]pendingLine, 0, chunkLines)
+	}
 	o.buf = append(o.buf, p)
-	if len(o.buf) >= o.max {
+	if o.held++; o.held >= o.max {
 		return o.spill()
 	}
 	return nil
@@ -91,28 +103,37 @@ func byTime(a, b pendingLine) int {
 	return a.n - b.n
 }
 
-// spill sorts what the orderer holds and writes it out as a run.
-func (o *orderer) spill() error {
+// inMemory returns what the orderer holds as sorted runs, and lets go of it.
+func (o *orderer) inMemory() runs {
 	slices.SortFunc(o.buf, byTime)
+	var h runs
+	for _, c := range append(o.chunks, o.buf) {
+		if len(c) > 0 {
+			h = append(h, &run{head: c[0], mem: c[1:]})
+		}
+	}
+	o.chunks, o.buf, o.held = nil, nil, 0
+	return h
+}
+
+// spill merges what the orderer holds and writes it out as a run.
+func (o *orderer) spill() error {
 	f, open, err := o.store.Create()
 	if err != nil {
 		return fmt.Errorf("ordering the log: %w", err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	var b []byte
-	for i := range o.buf {
-		b = appendLine(b[:0], &o.buf[i])
-		if _, err := w.Write(b); err != nil {
-			break
-		}
-	}
-	err = errors.Join(w.Flush(), f.Close())
+	err = merge(o.inMemory(), func(p pendingLine) error {
+		b = appendLine(b[:0], &p)
+		_, err := w.Write(b)
+		return err
+	})
+	err = errors.Join(err, w.Flush(), f.Close())
 	if err != nil {
 		return fmt.Errorf("ordering the log: %w", err)
 	}
 	o.runs = append(o.runs, open)
-	clear(o.buf)
-	o.buf = o.buf[:0]
 	return nil
 }
 
@@ -128,8 +149,10 @@ func appendLine(b []byte, p *pendingLine) []byte {
 	return b
 }
 
-// run reads a run back, line by line.
+// run reads a run back, line by line: from a file, or what is left of a
+// chunk in memory (mem).
 type run struct {
+	mem  []pendingLine
 	f    io.ReadCloser
 	r    *bufio.Reader
 	head pendingLine
@@ -139,6 +162,13 @@ type run struct {
 }
 
 func (r *run) next() (bool, error) {
+	if r.r == nil {
+		if len(r.mem) == 0 {
+			return false, nil
+		}
+		r.head, r.mem = r.mem[0], r.mem[1:]
+		return true, nil
+	}
 	t, err := binary.ReadVarint(r.r)
 	if err == io.EOF {
 		return false, nil
@@ -204,7 +234,7 @@ func (h *runs) Pop() any {
 // each calls fn with every line in time order, then removes the runs.
 func (o *orderer) each(fn func(pendingLine) error) error {
 	defer o.close()
-	if len(o.runs) == 0 {
+	if len(o.runs) == 0 && len(o.chunks) == 0 {
 		slices.SortFunc(o.buf, byTime)
 		for _, p := range o.buf {
 			if err := fn(p); err != nil {
@@ -213,7 +243,7 @@ func (o *orderer) each(fn func(pendingLine) error) error {
 		}
 		return nil
 	}
-	if len(o.buf) > 0 {
+	if len(o.runs) > 0 && o.held > 0 {
 		if err := o.spill(); err != nil {
 			return err
 		}
@@ -225,6 +255,12 @@ func (o *orderer) each(fn func(pendingLine) error) error {
 	if err != nil {
 		return err
 	}
+	return merge(append(h, o.inMemory()...), fn)
+}
+
+// merge calls fn with the lines of the runs h, each at its first line, in
+// time order.
+func merge(h runs, fn func(pendingLine) error) error {
 	heap.Init(&h)
 	for h.Len() > 0 {
 		r := h[0]
@@ -271,5 +307,5 @@ func (o *orderer) close() {
 	if o.runs != nil {
 		o.store.Close()
 	}
-	o.buf, o.runs = nil, nil
+	o.chunks, o.buf, o.runs = nil, nil, nil
 }
