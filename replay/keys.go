@@ -88,7 +88,7 @@ func (e *engine) pass(p pendingLine) error {
 		if err := e.run(p.key, ks); err != nil {
 			return err
 		}
-		ks.t, ks.g, ks.n, ks.lim = ks.t[:0], ks.g[:0], nil, lim
+		ks.lim = lim
 	case ks == nil:
 		if len(e.keys) >= MaxKeysHeld {
 			if err := e.evictOldest(); err != nil {
@@ -191,56 +191,99 @@ func (e *engine) evictOldest() error {
 	return err
 }
 
-// run runs one segment of a key's requests by the exact limit and every
-// design, and adds its figures.
+// run hands one segment of a key's requests to the workers (segments), and
+// takes them from ks.
 func (e *engine) run(key string, ks *keyState) error {
-	n := len(ks.t)
-	if n == 0 {
+	if len(ks.t) == 0 {
 		return nil
 	}
-	start := ks.t[0]
-	if cap(e.rel) < n {
-		e.rel = make([]int64, n)
+	err := e.segs.add(segment{key: key, lim: ks.lim, t: ks.t, g: ks.g, n: ks.n})
+	ks.t, ks.g, ks.n = nil, nil, nil
+	return err
+}
+
+// runSegment runs one segment of a key's requests by the exact limit and
+// every design: its KeyResult (without Designs), and each design's figures
+// in figs, in the order of w.designs.
+func (w *worker) runSegment(s *segment, figs []Figures) (KeyResult, error) {
+	key, n := s.key, len(s.t)
+	start := s.t[0]
+	if cap(w.rel) < n {
+		w.rel = make([]int64, n)
 	}
-	rel := e.rel[:n] // the runs read it and keep nothing of it
-	for i, t := range ks.t {
+	rel := w.rel[:n] // the runs read it and keep nothing of it
+	for i, t := range s.t {
 		rel[i] = t - start
 	}
-	w := int64(ks.lim.Window)
-	dur := max(rel[n-1]+1, w+1)
-	p := sim.Params{Gateways: e.opt.Gateways, Sync: e.opt.Sync, Limit: ks.lim.Requests, Window: ks.lim.Window,
-		WindowKind: e.opt.WindowKind, Routing: sim.Even, Duration: time.Duration(dur),
-		Traffic: sim.Traffic{Kind: sim.Steady, Factor: float64(n) * float64(w) / (float64(ks.lim.Requests) * float64(dur))},
-		Seed:    e.opt.Seed ^ hashKey(e.opt.Seed, key)}
-	kr := KeyResult{Key: key, Limit: ks.lim, Start: start, End: ks.t[n-1], Designs: map[string]Figures{}}
-	if cap(e.exact) < n {
-		e.exact = make([]bool, n)
+	wn := int64(s.lim.Window)
+	dur := max(rel[n-1]+1, wn+1)
+	p := sim.Params{Gateways: w.opt.Gateways, Sync: w.opt.Sync, Limit: s.lim.Requests, Window: s.lim.Window,
+		WindowKind: w.opt.WindowKind, Routing: sim.Even, Duration: time.Duration(dur),
+		Traffic: sim.Traffic{Kind: sim.Steady, Factor: float64(n) * float64(wn) / (float64(s.lim.Requests) * float64(dur))},
+		Seed:    w.opt.Seed ^ hashKey(w.opt.Seed, key)}
+	kr := KeyResult{Key: key, Limit: s.lim, Start: start, End: s.t[n-1]}
+	if cap(w.exact) < n {
+		w.exact = make([]bool, n)
 	}
-	exact := e.exact[:n]
+	exact := w.exact[:n]
 	p.Design = Exact
+	lone := n == 1 && s.n == nil && !w.opt.everySync && w.loneable(p)
+	if lone {
+		w.loneSyncs = sim.SyncsWithin(p, w.phase)
+	}
 	var rq *sim.Requests
 	var err error
-	if ks.n == nil { // the simulator's runs take requests of cost 1
-		if rq, err = sim.NewRequests(p, rel, ks.g); err != nil {
-			return fmt.Errorf("key %q: %w", key, err)
-		}
-	} else if err = p.Validate(); err != nil {
-		return fmt.Errorf("key %q: %w", key, err)
+	switch {
+	case lone:
+		err = p.Validate()
+	case s.n == nil: // the simulator's runs take requests of cost 1
+		rq, err = sim.NewRequests(p, rel, s.g)
+	default:
+		err = p.Validate()
 	}
-	for _, d := range e.rep.Designs {
+	if err != nil {
+		return kr, fmt.Errorf("key %q: %w", key, err)
+	}
+	for i, d := range w.designs {
 		p.Design = d
 		var f Figures
-		if rq != nil {
-			f, err = e.runDesign(p, rq, exact, d == Exact)
-		} else {
-			f, err = runWeighted(p, rel, ks.g, ks.n, exact, d == Exact)
+		switch {
+		case lone:
+			f, err = w.runLone(p, s.g[0], exact, d == Exact)
+			if !w.noSync[d] {
+				f.KeySyncs = w.loneSyncs
+			}
+			if w.opt.decided != nil {
+				w.opt.decided(key, start, d, []bool{f.Admitted == 1})
+			}
+		case rq != nil && w.opt.decided == nil:
+			f, err = runDesign(p, rq, exact, d == Exact)
+		case rq != nil:
+			run := sim.RunDecisions
+			if w.opt.everySync {
+				run = sim.RunRequestsTrace
+			}
+			var v []bool
+			f, err = runDesignBy(run, p, rq, exact, d == Exact, func(admit bool) { v = append(v, admit) })
+			w.opt.decided(key, start, d, v)
+		default:
+			f, err = runWeighted(p, rel, s.g, s.n, exact, d == Exact)
 		}
 		if err != nil {
-			return fmt.Errorf("key %q: %w", key, err)
+			return kr, fmt.Errorf("key %q: %w", key, err)
 		}
-		kr.Designs[d] = f
+		figs[i] = f
+	}
+	return kr, nil
+}
+
+// fold adds a segment's figures, by design in the order of
+// e.rep.Designs, to the report, in the segments' order.
+func (e *engine) fold(kr KeyResult, figs []Figures) {
+	for i, d := range e.rep.Designs {
+		f := figs[i]
 		all := e.rep.Figures[d]
-		all.add(f, key)
+		all.add(f, kr.Key)
 		e.rep.Figures[d] = all
 		if d != Exact && e.opt.Top > 0 && (f.FalseAdmit > 0 || f.FalseRefus > 0) {
 			tk := e.top[d]
@@ -248,24 +291,37 @@ func (e *engine) run(key string, ks *keyState) error {
 				tk = &topKeys{n: e.opt.Top}
 				e.top[d] = tk
 			}
-			tk.add(Affected{key, f.FalseAdmit, f.FalseRefus})
+			tk.add(Affected{kr.Key, f.FalseAdmit, f.FalseRefus})
 		}
 	}
 	e.rep.Segments++
 	if e.opt.OnKey != nil {
+		kr.Designs = make(map[string]Figures, len(figs))
+		for i, d := range e.rep.Designs {
+			kr.Designs[d] = figs[i]
+		}
 		e.opt.OnKey(kr)
 	}
-	return nil
 }
 
 // runDesign runs one design on a segment's requests: with isExact, it
 // records the exact limit's decisions in exact; otherwise compares with
 // them.
-func (e *engine) runDesign(p sim.Params, rq *sim.Requests, exact []bool, isExact bool) (Figures, error) {
+func runDesign(p sim.Params, rq *sim.Requests, exact []bool, isExact bool) (Figures, error) {
+	return runDesignBy(sim.RunDecisions, p, rq, exact, isExact, nil)
+}
+
+// runDesignBy is runDesign running the design by run, and telling decided
+// (when set) each decision.
+func runDesignBy(run func(sim.Params, *sim.Requests, sim.Trace) (sim.Result, error),
+	p sim.Params, rq *sim.Requests, exact []bool, isExact bool, decided func(admit bool)) (Figures, error) {
 	f := Figures{Requests: int64(len(exact))}
 	i := 0
-	res, err := sim.RunRequestsTrace(p, rq, func(t int64, gw int, v design.Verdict) {
+	res, err := run(p, rq, func(t int64, gw int, v design.Verdict) {
 		admit := v == design.Admit
+		if decided != nil {
+			decided(admit)
+		}
 		switch {
 		case isExact:
 			exact[i] = admit
@@ -340,4 +396,66 @@ func hashKey(seed uint64, s string) uint64 {
 		h *= 1099511628211
 	}
 	return h
+}
+
+// loneKey is what decides a segment of one request (of cost 1): the design,
+// the key's limit and the gateway the request reached. The replay's K, Δ
+// and window kind are the same for every segment.
+type loneKey struct {
+	design  string
+	lim     Limit
+	gateway uint16
+}
+
+// loneOutcome is how a design decided a segment of one request.
+type loneOutcome struct {
+	admit      bool
+	roundTrips int64
+	worst      float64
+}
+
+// loneable reports whether a segment of one request, run p, may take the
+// outcome of another such segment: its request comes at 0, so it is decided
+// on a fresh fleet before any sync unless a gateway syncs at 0; the syncs
+// after it change no decision. What is left of the seed, the sync phases
+// (kept in w.phase), counts only in the scheduled syncs.
+func (w *worker) loneable(p sim.Params) bool {
+	w.phase, _ = sim.SyncPhases(p)
+	return !slices.Contains(w.phase, 0)
+}
+
+// runLone is runDesign for a segment of one request at gateway g, run p
+// (loneable): the design runs once for each limit and gateway, and the
+// segments after take its outcome.
+func (w *worker) runLone(p sim.Params, g uint16, exact []bool, isExact bool) (Figures, error) {
+	k := loneKey{p.Design, Limit{p.Limit, p.Window}, g}
+	o, ok := w.lone[k]
+	if !ok {
+		rq, err := sim.NewRequests(p, []int64{0}, []uint16{g})
+		if err != nil {
+			return Figures{}, err
+		}
+		var v [1]bool
+		f, err := runDesign(p, rq, v[:], true)
+		if err != nil {
+			return Figures{}, err
+		}
+		o = loneOutcome{admit: v[0], roundTrips: f.RoundTrips, worst: f.WorstWindowX}
+		w.lone[k] = o
+	}
+	f := Figures{Requests: 1, RoundTrips: o.roundTrips, WorstWindowX: o.worst}
+	if o.admit {
+		f.Admitted = 1
+	} else {
+		f.Rejected = 1
+	}
+	switch {
+	case isExact:
+		exact[0] = o.admit
+	case o.admit && !exact[0]:
+		f.FalseAdmit = 1
+	case !o.admit && exact[0]:
+		f.FalseRefus = 1
+	}
+	return f, nil
 }

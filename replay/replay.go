@@ -9,8 +9,11 @@
 // until it has been idle for two windows (the live limiter evicts such a
 // key, and a key made anew starts afresh) or until MaxSegment of them, then
 // run and forgotten: memory follows the keys active within two windows,
-// not the log's length. The package reads no clock and starts no
-// goroutine; a run is reproducible from the log and its Options.
+// not the log's length. Segments may run side by side on the caller's
+// goroutines (Options.Parallel), their figures added in the log's order.
+// The package reads no clock and starts no goroutine; a run is
+// reproducible from the log and its Options, whatever the number of
+// workers.
 package replay
 
 import (
@@ -98,7 +101,23 @@ type Options struct {
 	// them in memory.
 	Runs RunStore
 	Seed uint64 // for routing and sync phases
-	Top  int    // keys named per design (default 5)
+	// Parallel, when set, runs the keys' segments side by side: it calls
+	// fn(w, i) for every i in [0, n), each on one of Workers workers w
+	// (one worker's calls one after another), and returns once all have
+	// (internal/workers.Pool). The package starts no goroutine itself;
+	// the report is the same for any number of workers, and without
+	// Parallel the segments run one after another.
+	Parallel func(n int, fn func(w, i int))
+	Workers  int
+
+	// For tests: everySync runs each segment by the simulator's every
+	// sync, to the run's end, and every segment of one request too
+	// (replay's engine before it ran only what decisions need); decided,
+	// when set, is told each design's decisions of a segment of requests
+	// of cost 1 (from the workers: with Workers 1, in order).
+	everySync bool
+	decided   func(key string, start int64, design string, admits []bool)
+	Top       int // keys named per design (default 5)
 	// OnKey, when set, is called with each key's figures as a segment of
 	// it finishes.
 	OnKey func(KeyResult)
@@ -234,6 +253,8 @@ func (opt *Options) validate() error {
 		return fmt.Errorf("limit %d per %v: want at least 1 request per a positive window", opt.Limit.Requests, opt.Limit.Window)
 	case opt.Top < 0:
 		return fmt.Errorf("top %d: want 0 or more", opt.Top)
+	case opt.Parallel != nil && opt.Workers < 1:
+		return fmt.Errorf("workers %d: a parallel run wants at least 1", opt.Workers)
 	}
 	for _, d := range opt.Designs {
 		info, err := catalog.Lookup(d)
@@ -331,8 +352,7 @@ type engine struct {
 	started bool
 	sweepAt int64 // the next time idle keys are run
 	top     map[string]*topKeys
-	rel     []int64 // scratch of run
-	exact   []bool
+	segs    *segments // the segments being run
 }
 
 func newEngine(opt Options) *engine {
@@ -342,6 +362,7 @@ func newEngine(opt Options) *engine {
 	e.rep.Figures = map[string]Figures{}
 	e.rep.Affected = map[string][]Affected{}
 	e.rep.Gateways = opt.Gateways
+	e.segs = newSegments(e)
 	w := 0.0
 	for i := range opt.Gateways {
 		w += 1 / float64(i+1)
@@ -386,6 +407,9 @@ func (e *engine) finish() error {
 		if err := e.run(k, e.keys[k]); err != nil {
 			return err
 		}
+	}
+	if err := e.segs.flush(); err != nil {
+		return err
 	}
 	e.keys = map[string]*keyState{}
 	e.rep.Keys = len(e.seen)

@@ -39,11 +39,10 @@ func TestWeightedDriverMatchesTheSimulator(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := &engine{}
-		if _, err := e.runDesign(ex, rq, exact, true); err != nil {
+		if _, err := runDesign(ex, rq, exact, true); err != nil {
 			t.Fatal(err)
 		}
-		want, err := e.runDesign(p, rq, exact, false)
+		want, err := runDesign(p, rq, exact, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fleetlimit/fleetlimit/accesslog"
+	"github.com/fleetlimit/fleetlimit/internal/workers"
 	"github.com/fleetlimit/fleetlimit/replay"
 	"github.com/fleetlimit/fleetlimit/rls"
 	"github.com/fleetlimit/fleetlimit/sim/catalog"
@@ -256,6 +258,8 @@ func (rf *replayFlags) run(cmd *cobra.Command, path string) error {
 	runs := accesslog.NewTempRuns("")
 	defer runs.Close()
 	ro.Runs = runs
+	ro.Workers = runtime.GOMAXPROCS(0)
+	ro.Parallel = workers.Pool(ro.Workers)
 	start := time.Now()
 	rep, err := replay.Run(r, ro)
 	bar.finish()

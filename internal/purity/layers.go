@@ -27,6 +27,7 @@ var Layers = map[string][]string{
 	"internal/slotworth":        nil,
 	"internal/doccheck":         nil,
 	"internal/giveup":           nil,
+	"internal/workers":          nil,
 	"store/storetest":           {"store", "window"},
 	"internal/design":           {"store", "window"},
 	"limiter":                   {"internal/design", "internal/giveup", "store", "store/memstore", "window"},
