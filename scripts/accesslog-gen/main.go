@@ -8,6 +8,12 @@
 // Clients browse in page views (a page and its assets within two seconds),
 // each at its own rate (log-normal, a median of one view in ten minutes); a
 // few API clients call steadily; a scraper floods from minute 20 to 30.
+//
+// With -lines it writes instead a CSV log (time,key) of that many requests
+// in Poisson arrivals over -duration, each by one of -keys keys drawn by
+// Zipf's law (s = 1.1): the long logs replay's benchmarks take.
+//
+//	go run ./scripts/accesslog-gen -lines 1000000 -keys 100000 -duration 96h -out /tmp/log1m.csv
 package main
 
 import (
@@ -35,7 +41,12 @@ func main() {
 	seed := flag.Uint64("seed", 1, "seed")
 	clients := flag.Int("clients", 3000, "browsing clients")
 	span := flag.Duration("duration", time.Hour, "the log's span")
+	lines := flag.Int("lines", 0, "write a CSV log of this many requests instead (time,key)")
+	keys := flag.Int("keys", 100000, "with -lines: the keys, by Zipf's law")
 	flag.Parse()
+	if *lines < 0 || *keys < 2 || *span <= 0 {
+		log.Fatal("want -lines of 0 or more, -keys of 2 or more and a positive -duration")
+	}
 	var w io.Writer = os.Stdout
 	if *out != "" {
 		f, err := os.Create(*out)
@@ -52,6 +63,10 @@ func main() {
 	}
 	bw := bufio.NewWriter(w)
 	defer bw.Flush()
+	if *lines > 0 {
+		writeCSV(bw, *seed, *lines, *keys, *span)
+		return
+	}
 	for _, h := range generate(*seed, *clients, *span) {
 		fmt.Fprintln(bw, h.line)
 	}
@@ -102,4 +117,19 @@ func generate(seed uint64, clients int, span time.Duration) []hit {
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].t.Before(hits[j].t) })
 	return hits
+}
+
+// writeCSV writes n requests of keys keys (Zipf, s = 1.1) in Poisson
+// arrivals spanning about span, in time order.
+func writeCSV(w io.Writer, seed uint64, n, keys int, span time.Duration) {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	z := rand.NewZipf(rng, 1.1, 1, uint64(keys-1))
+	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixMilli()
+	mean := float64(span.Milliseconds()) / float64(n)
+	t := 0.0
+	for range n {
+		t += rng.ExpFloat64() * mean
+		ms := start + int64(t)
+		fmt.Fprintf(w, "%d.%03d,k%d\n", ms/1000, ms%1000, z.Uint64())
+	}
 }
