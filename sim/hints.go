@@ -52,3 +52,16 @@ type quietWhenFull interface {
 	// 0 when the next one matters, math.MaxInt when none would.
 	QuietWhenFull() int
 }
+
+// rateLazy is implemented by designs whose syncs ask the store for a rate
+// (Doorman's): a sync asking what the last one asked, and pushing nothing,
+// is granted what the last one was while no gateway's want or rate has
+// changed since (memstore.Key.RateVersion). The simulator's lazy mode,
+// which sees every sync, leaves those out.
+type rateLazy interface {
+	// QuietWhileRatesHold is lazy.QuietSyncs provided also that no
+	// gateway's want or rate changes meanwhile.
+	QuietWhileRatesHold() int
+	Skip(n int)
+	PullsView() bool
+}

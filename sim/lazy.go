@@ -22,6 +22,25 @@ type lazySched struct {
 	// byRoom: due comes from syncs quiet only while the store has no room
 	// (QuietWhenFull), so room sooner than thought may bring it forward
 	byRoom bool
+	// rates: the store's RateVersion after the gateway's last sync
+	// performed (rateLazy)
+	rates uint64
+}
+
+// heldRates is a rateLazy gateway as the lazy mode sees it: quiet by its
+// own count while the store's rates are those of its last sync, and due
+// at its next sync once they changed.
+type heldRates struct {
+	rateLazy
+	lr *lazyRun
+	i  int
+}
+
+func (h heldRates) QuietSyncs() int {
+	if h.lr.sc[h.i].rates != h.lr.r.key.RateVersion() {
+		return 0
+	}
+	return h.rateLazy.QuietWhileRatesHold()
 }
 
 // lazyRun performs only the syncs that change something: those a design
@@ -39,6 +58,7 @@ type lazyRun struct {
 	// store may have room (0: it has room now)
 	full      []quietWhenFull
 	fullUntil int64
+	rates     bool // the gateways are rateLazy
 	h         *dueQueue
 
 	buf  []arrival // arrivals known ahead, a queue
@@ -51,11 +71,15 @@ type lazyRun struct {
 func (r *runner) lazy() {
 	k := len(r.gws)
 	lr := &lazyRun{r: r, lz: make([]lazy, k), sc: make([]lazySched, k), genT: -1}
-	lr.pulls = r.gws[0].(lazy).PullsView()
 	lr.h = newDueQueue(lr.sc, r.order)
 	for _, i := range r.order {
-		lr.lz[i] = r.gws[i].(lazy)
+		if l, ok := r.gws[i].(lazy); ok {
+			lr.lz[i] = l
+		} else {
+			lr.lz[i], lr.rates = heldRates{r.gws[i].(rateLazy), lr, i}, true
+		}
 	}
+	lr.pulls = lr.lz[0].PullsView()
 	if _, ok := r.gws[0].(quietWhenFull); ok && r.p.LeasePolicy != MaxMin {
 		lr.full = make([]quietWhenFull, k)
 		for i, gw := range r.gws {
@@ -143,6 +167,29 @@ func (lr *lazyRun) storeChanged(t int64, rank int) {
 	}
 }
 
+// ratesChanged takes gateway g's sync at t, the store's RateVersion having
+// been before: every other gateway whose quiet syncs counted on the rates
+// then syncs at its first sync after this one.
+func (lr *lazyRun) ratesChanged(g int, t int64, before uint64) {
+	now := lr.r.key.RateVersion()
+	lr.sc[g].rates = now
+	if now == before {
+		return
+	}
+	rank := lr.sc[g].rank
+	for i := range lr.sc {
+		if i == g {
+			continue
+		}
+		n := lr.lastBefore(i, t) + 1
+		if n > 0 && lr.at(i, n-1) == t && lr.sc[i].rank > rank {
+			n-- // its sync at t comes after this one
+		}
+		lr.catchUp(i, n)
+		lr.reschedule(i)
+	}
+}
+
 // catchUp skips gateway i's quiet syncs before index n.
 func (lr *lazyRun) catchUp(i int, n int64) {
 	if skip := n - lr.sc[i].next; skip > 0 {
@@ -192,8 +239,12 @@ func (lr *lazyRun) syncUpTo(t int64) {
 			lr.reschedule(g) // the store stayed full longer than it was due
 			continue
 		}
+		before := lr.r.key.RateVersion()
 		lr.r.sync(s.due, g)
 		s.next = n + 1
+		if lr.rates {
+			lr.ratesChanged(g, s.due, before)
+		}
 		done := 0
 		for done < len(s.need) && s.need[done] <= s.due {
 			done++

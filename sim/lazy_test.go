@@ -132,3 +132,48 @@ func TestLazyEqualsEagerSharedBuckets(t *testing.T) {
 		}
 	}
 }
+
+// TestLazyEqualsEagerRateLeases holds the lazy mode to the eager one for
+// Doorman's rate leases, whose syncs it leaves out while a gateway asks
+// what it asked and no gateway's want or rate has changed (heldRates):
+// light traffic, where most syncs are quiet, bursts, and floods, whose
+// asks change at every sync.
+func TestLazyEqualsEagerRateLeases(t *testing.T) {
+	t.Parallel()
+	var performed [3]int64
+	runs, differ := 0, 0
+	traffics := []string{"steady:0.05", "pageload:0.3", "steady:0.8", "flood:3"}
+	if raceEnabled {
+		traffics = traffics[1:3]
+	}
+	for _, name := range []string{"doorman", "doorman-fair"} {
+		for _, tr := range traffics {
+			for _, k := range []int{1, 3, 16} {
+				for _, sync := range []time.Duration{100 * time.Millisecond, time.Second, 3 * time.Second} {
+					for _, routing := range []Routing{Even, Uneven} {
+						p := Defaults()
+						p.Design, p.Gateways, p.Sync, p.Routing = name, k, sync, routing
+						p.Traffic, p.Duration, p.Seed = mustTraffic(t, tr), 10*time.Minute, uint64(k)
+						p.Limit = 20
+						if k == 3 {
+							p.WindowKind = window.Fixed
+						}
+						if sync == 3*time.Second {
+							p.AlignedSync = true
+						}
+						want, wantRes, ne := recordRun(t, p, nil, modeEager)
+						got, gotRes, nl := recordRun(t, p, nil, modeLazy)
+						performed[modeEager] += ne
+						performed[modeLazy] += nl
+						runs++
+						mustMatchEvery(t, p, "lazy", got, want, gotRes, wantRes)
+						if wantRes.Rejected > 0 {
+							differ++
+						}
+					}
+				}
+			}
+		}
+	}
+	mustHaveTested(t, "the lazy mode", runs, differ, performed[modeLazy], performed[modeEager])
+}

@@ -492,6 +492,9 @@ func SyncsWithin(p Params, phase []int64) int64 {
 func (r *runner) execute(md mode) {
 	p := r.p
 	_, lazy := r.gws[0].(lazy)
+	if _, rl := r.gws[0].(rateLazy); rl && (md == modeLazy || md == modeDecisions) {
+		lazy = true // the lazy mode holds their rates (heldRates); no other mode does
+	}
 	perGateway := p.expected() / float64(p.Duration) * float64(p.Sync) / float64(p.Gateways)
 	below := lazyBelow
 	if r.canSkip() {

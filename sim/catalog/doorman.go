@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"math"
+
 	"github.com/fleetlimit/fleetlimit/internal/design"
 	"github.com/fleetlimit/fleetlimit/store"
 	"github.com/fleetlimit/fleetlimit/window"
@@ -40,6 +42,13 @@ type doorman struct {
 	own   *window.Log // its admits in the window
 	arr   *window.Log // its arrivals in the window, refused ones too
 	local design.Local
+	// for the simulator's lazy mode (QuietWhileRatesHold): when it last
+	// synced (or a quiet sync left out would have), the arrivals it
+	// counted then, and whether any arrived since
+	synced  bool
+	at      int64
+	counted int
+	arrived bool
 }
 
 func newDoorman(c design.Config) design.Gateway {
@@ -58,6 +67,7 @@ func (d *doorman) Resume(now int64, n int, q store.Query, a store.Answer) design
 // absence changes nothing.
 func (d *doorman) Fallback(now int64, n int) design.Verdict {
 	d.arr.Add(now, n)
+	d.arrived = true
 	if d.own.Count(now)+n > d.rate {
 		return design.Reject
 	}
@@ -78,9 +88,36 @@ func (d *doorman) Abandon(now int64, n int, q store.Query, fallback bool) design
 
 // SyncPush asks for the rate this gateway wants, and pushes its admits.
 func (d *doorman) SyncPush(now int64, p *store.Push) {
-	*p = store.Push{Gateway: d.cfg.Gateway, Ask: max(d.arr.Count(now), 1)}
+	d.counted = d.arr.Count(now)
+	d.synced, d.at, d.arrived = true, now, false
+	*p = store.Push{Gateway: d.cfg.Gateway, Ask: max(d.counted, 1)}
 	d.local.Push(p)
 }
+
+// QuietWhileRatesHold is how many of its next syncs would ask what the
+// last one asked and push nothing, provided no request reaches it
+// meanwhile: then, while no other gateway's want or rate changes
+// (memstore.Key.RateVersion), the store grants what it granted and such a
+// sync changes nothing. Its ask only falls as arrivals leave the window,
+// and not below 1; the next change is when the oldest one counted leaves.
+func (d *doorman) QuietWhileRatesHold() int {
+	if !d.synced || d.arrived || d.local.QuietSyncs() == 0 {
+		return 0
+	}
+	if d.counted <= 1 {
+		return math.MaxInt // it asks 1 from now on
+	}
+	oldest, _ := d.arr.Oldest()
+	leaves := d.cfg.Window.Reset(d.at, oldest)
+	return int((leaves - d.at - 1) / int64(d.cfg.Sync)) // the syncs at d.at + nΔ before it leaves
+}
+
+// Skip accounts for n quiet syncs left out.
+func (d *doorman) Skip(n int) { d.at += int64(n) * int64(d.cfg.Sync) }
+
+// PullsView is true: a decision falls back, when it must, on the local
+// view of the last pull, so the simulator performs the last sync before it.
+func (d *doorman) PullsView() bool { return true }
 
 // SyncPull takes the new lease.
 func (d *doorman) SyncPull(now int64, p *store.Pull) {

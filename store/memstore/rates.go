@@ -5,7 +5,8 @@ package memstore
 type rateLeases struct {
 	wants, has []float64
 	known      []bool
-	fair       bool // FairShare, not ProportionalShare
+	fair       bool   // FairShare, not ProportionalShare
+	version    uint64 // changes with any want or rate (RateVersion)
 }
 
 // SetRateLeases makes the key's syncs hand out Doorman's rate leases instead
@@ -17,6 +18,17 @@ type rateLeases struct {
 // rate on its own.
 func (k *Key) SetRateLeases(fair bool) { k.rates = &rateLeases{fair: fair} }
 
+// RateVersion changes whenever a sync changes a gateway's want or rate
+// (SetRateLeases; always 0 without): a sync whose gateway wants what it
+// wanted, while the version stays, is granted what it was, since a grant
+// is a function of every gateway's want and of the others' rates.
+func (k *Key) RateVersion() uint64 {
+	if k.rates == nil {
+		return 0
+	}
+	return k.rates.version
+}
+
 // rateLease assigns gateway gw its rate for wanting w of capacity c, and
 // returns it: what it wants when every want fits, or when it wants no more
 // than its equal share; otherwise its equal share and a share of what the
@@ -25,6 +37,9 @@ func (k *Key) SetRateLeases(fair bool) { k.rates = &rateLeases{fair: fair} }
 func (r *rateLeases) rateLease(gw int, c, w float64) float64 {
 	for gw >= len(r.wants) {
 		r.wants, r.has, r.known = append(r.wants, 0), append(r.has, 0), append(r.known, false)
+	}
+	if r.wants[gw] != w || !r.known[gw] {
+		r.version++
 	}
 	r.wants[gw], r.known[gw] = w, true
 	var count, sumWants, sumHas float64
@@ -53,7 +68,10 @@ func (r *rateLeases) rateLease(gw int, c, w float64) float64 {
 		}
 		gets = equal + (w-equal)*(extraCap/extraNeed)
 	}
-	r.has[gw] = max(min(gets, unused), 0)
+	if h := max(min(gets, unused), 0); h != r.has[gw] {
+		r.has[gw] = h
+		r.version++
+	}
 	return r.has[gw]
 }
 
