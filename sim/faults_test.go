@@ -155,7 +155,7 @@ func noExpiry(name string) Params {
 func runToEnd(t *testing.T, p Params) (*runner, []decision) {
 	t.Helper()
 	var tr []decision
-	r, err := newRunner(p, func(at int64, g int, v design.Verdict) { tr = append(tr, decision{at, g, v}) }, nil)
+	r, err := newRunner(p, func(at int64, g int, v design.Verdict) { tr = append(tr, decision{at, g, v}) }, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestMembersSlotsComeBack(t *testing.T) {
 	p.Design, p.Gateways, p.Duration, p.Seed = "lease", 4, 20*time.Minute, 3
 	p.Traffic = Traffic{Kind: Steady, Factor: 0.8}
 	p.Faults.Members = []MemberChange{{At: 5 * time.Minute, Gateways: 2}}
-	r, err := newRunner(p, nil, nil)
+	r, err := newRunner(p, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

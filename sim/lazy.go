@@ -73,6 +73,9 @@ func (r *runner) lazy() {
 	lr := &lazyRun{r: r, lz: make([]lazy, k), sc: make([]lazySched, k), genT: -1}
 	lr.h = newDueQueue(lr.sc, r.order)
 	for _, i := range r.order {
+		if r.gws[i] == nil { // no request reaches it, and it never syncs (execute)
+			continue
+		}
 		if l, ok := r.gws[i].(lazy); ok {
 			lr.lz[i] = l
 		} else {
@@ -83,7 +86,9 @@ func (r *runner) lazy() {
 	if _, ok := r.gws[0].(quietWhenFull); ok && r.p.LeasePolicy != MaxMin {
 		lr.full = make([]quietWhenFull, k)
 		for i, gw := range r.gws {
-			lr.full[i] = gw.(quietWhenFull)
+			if gw != nil {
+				lr.full[i] = gw.(quietWhenFull)
+			}
 		}
 	}
 	for i := range r.gws {
@@ -106,6 +111,9 @@ func (lr *lazyRun) lastBefore(i int, t int64) int64 {
 // reschedule sets gateway i's next sync that must be performed.
 func (lr *lazyRun) reschedule(i int) {
 	r, s := lr.r, &lr.sc[i]
+	if lr.lz[i] == nil {
+		return // never due
+	}
 	due := int64(never)
 	q := lr.lz[i].QuietSyncs()
 	s.byRoom = false
@@ -192,7 +200,7 @@ func (lr *lazyRun) ratesChanged(g int, t int64, before uint64) {
 
 // catchUp skips gateway i's quiet syncs before index n.
 func (lr *lazyRun) catchUp(i int, n int64) {
-	if skip := n - lr.sc[i].next; skip > 0 {
+	if skip := n - lr.sc[i].next; skip > 0 && lr.lz[i] != nil {
 		lr.lz[i].Skip(int(skip))
 		lr.sc[i].next = n
 	}

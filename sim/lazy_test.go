@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -176,4 +177,36 @@ func TestLazyEqualsEagerRateLeases(t *testing.T) {
 		}
 	}
 	mustHaveTested(t, "the lazy mode", runs, differ, performed[modeLazy], performed[modeEager])
+}
+
+// TestFreshQuietHolds holds catalog.Info.FreshQuiet to the designs: a
+// gateway fresh from New, at every index of fleets of 1 to 128, with
+// limits of 1 to 10,000, sliding and fixed windows, has no sync that
+// changes anything. A replay's lazy run builds only the gateways its
+// requests reach on that word.
+func TestFreshQuietHolds(t *testing.T) {
+	declared := 0
+	for _, name := range catalog.Names() {
+		info, _ := catalog.Lookup(name)
+		if !info.FreshQuiet {
+			continue
+		}
+		declared++
+		for _, k := range []int{1, 2, 3, 8, 16, 128} {
+			for _, l := range []int{1, 5, 100, 10000} {
+				for _, kind := range []window.Kind{window.Sliding, window.Fixed} {
+					for g := range k {
+						c := design.Config{Limit: l, Window: window.Spec{Kind: kind, Size: time.Minute}, Gateways: k, Gateway: g, Sync: time.Second}
+						lz, ok := info.New(c).(lazy)
+						if !ok || lz.QuietSyncs() != math.MaxInt {
+							t.Fatalf("%s, K = %d, gateway %d, L = %d, %v: declared FreshQuiet, but a fresh gateway's syncs are not all quiet", name, k, g, l, kind)
+						}
+					}
+				}
+			}
+		}
+	}
+	if declared == 0 {
+		t.Fatal("no design declares FreshQuiet: the test tests nothing")
+	}
 }

@@ -60,7 +60,7 @@ func countOnlyAdmits(t *testing.T, also Limit, d time.Duration) {
 				if v == design.Admit {
 					stamps = append(stamps, at)
 				}
-			}, nil)
+			}, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -46,7 +46,7 @@ func TestRefusalsMatchPlain(t *testing.T) {
 					t.Fatalf("%v: the decisions differ", p)
 				}
 				runs++
-				if r, _ := newRunner(p, nil, nil); r.newRefusals() != nil && r.newRefusals().bulk {
+				if r, _ := newRunner(p, nil, nil, nil); r.newRefusals() != nil && r.newRefusals().bulk {
 					bulked++
 				}
 			}

@@ -152,6 +152,15 @@ func RunDecisions(p Params, rq *Requests, trace Trace) (Result, error) {
 	return res, err
 }
 
+// reached returns, for each of k gateways, whether a request reaches it.
+func (rq *Requests) reached(k int) []bool {
+	seen := make([]bool, k)
+	for _, g := range rq.g {
+		seen[g] = true
+	}
+	return seen
+}
+
 // Len is the number of requests.
 func (rq *Requests) Len() int { return len(rq.t) }
 

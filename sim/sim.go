@@ -384,7 +384,11 @@ func run(p Params, trace Trace, md mode) (Result, int64, error) { return runOn(p
 // runOn is run on the arrivals rq, drawn ahead for p (nil: drawn as the run
 // goes).
 func runOn(p Params, rq *Requests, trace Trace, md mode) (Result, int64, error) {
-	r, err := newRunner(p, trace, rq)
+	var reached []bool // which gateways a replay's lazy run needs (execute)
+	if md == modeDecisions && rq != nil && p.Validate() == nil {
+		reached = rq.reached(p.Faults.slots(p.Gateways))
+	}
+	r, err := newRunner(p, trace, rq, reached)
 	if err != nil {
 		return Result{}, 0, err
 	}
@@ -397,8 +401,10 @@ func runOn(p Params, rq *Requests, trace Trace, md mode) (Result, int64, error) 
 }
 
 // newRunner sets up run p: its gateways, store, traffic (the arrivals rq,
-// or drawn as the run goes when nil) and sync phases.
-func newRunner(p Params, trace Trace, rq *Requests) (*runner, error) {
+// or drawn as the run goes when nil) and sync phases. With reached, it
+// builds only gateway 0 and those reached: execute builds the others
+// unless its run can do without them.
+func newRunner(p Params, trace Trace, rq *Requests, reached []bool) (*runner, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -407,7 +413,9 @@ func newRunner(p Params, trace Trace, rq *Requests) (*runner, error) {
 	r := &runner{p: p, info: info, trace: trace, delta: int64(p.Sync), end: int64(p.Duration)}
 	r.gws = make([]design.Gateway, k)
 	for i := range p.Gateways {
-		r.gws[i] = info.New(r.gatewayConfig(i))
+		if i == 0 || reached == nil || reached[i] {
+			r.gws[i] = info.New(r.gatewayConfig(i))
+		}
 	}
 	r.key = memstore.NewKey(p.Limit, p.Spec())
 	if p.LeasePolicy == MaxMin {
@@ -488,6 +496,15 @@ func SyncsWithin(p Params, phase []int64) int64 {
 	return n
 }
 
+// buildAll builds the gateways newRunner left out.
+func (r *runner) buildAll() {
+	for i := range r.p.Gateways {
+		if r.gws[i] == nil {
+			r.gws[i] = r.info.New(r.gatewayConfig(i))
+		}
+	}
+}
+
 // execute runs r in the given mode.
 func (r *runner) execute(md mode) {
 	p := r.p
@@ -499,6 +516,14 @@ func (r *runner) execute(md mode) {
 	below := lazyBelow
 	if r.canSkip() {
 		below = lazyBelowSkipping
+	}
+	// A replay's lazy run need not have the gateways no request reaches,
+	// for a design whose fresh gateways never sync anything: every other
+	// run has them all.
+	sparse := md == modeDecisions && lazy && perGateway < below && r.info.FreshQuiet &&
+		r.multi == nil && r.watch == nil && !p.Faults.Active() && !r.info.NoSync
+	if !sparse {
+		r.buildAll()
 	}
 	switch {
 	case r.multi != nil: // every decision by the designs, every sync performed

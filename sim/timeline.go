@@ -58,7 +58,7 @@ func RunTimeline(p Params, bucket, until time.Duration) (Result, Timeline, error
 		} else {
 			tl.Rejects[b]++
 		}
-	}, nil)
+	}, nil, nil)
 	if err != nil {
 		return Result{}, Timeline{}, err
 	}

@@ -11,9 +11,10 @@ import (
 
 func init() {
 	register(Info{
-		Name:    "caddy-distributed",
-		Summary: "caddy-ratelimit's distributed mode: the others' counts at the last sync (not aged) + own admits in the window < L",
-		New:     newCaddy,
+		Name:       "caddy-distributed",
+		FreshQuiet: true,
+		Summary:    "caddy-ratelimit's distributed mode: the others' counts at the last sync (not aged) + own admits in the window < L",
+		New:        newCaddy,
 	})
 }
 

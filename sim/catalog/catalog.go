@@ -36,6 +36,12 @@ type Info struct {
 	// performs every sync, as looking ahead for the quiet ones costs more
 	// than leaving them out saves.
 	BusySyncs bool
+	// FreshQuiet is true for designs whose gateway, fresh from New and
+	// reached by nothing, has no sync that changes anything (lazy
+	// QuietSyncs is math.MaxInt): a replayed run in the lazy mode need not
+	// build the gateways no request reaches (sim.RunDecisions).
+	// TestFreshQuietHolds holds the hint to the designs.
+	FreshQuiet bool
 	// PushOnly is true for designs whose syncs only push their admits and
 	// whose decisions never read a pull (split): a run's decisions must not
 	// depend on the sync interval, only what the store holds does
@@ -113,7 +119,7 @@ func Register(i Info) error {
 func live(d design.Info) Info {
 	return Info{Name: d.Name, Summary: d.Summary, Leases: d.Leases, Spare: d.Spare, FixedWindow: d.FixedWindow,
 		CheckOnly: d.CheckOnly, SharedIndex: d.SharedIndex, FineBuckets: d.FineBuckets, NoSync: d.Central,
-		BusySyncs: d.Name == "permit", PushOnly: d.Name == "split", New: d.New}
+		BusySyncs: d.Name == "permit", PushOnly: d.Name == "split", FreshQuiet: d.Name != "lease", New: d.New}
 }
 
 // Lookup returns the design registered under name: a live design or a

@@ -10,18 +10,20 @@ import (
 
 func init() {
 	register(Info{
-		Name:     "envoy-local",
-		Summary:  "Envoy's local rate limit on every proxy: a token bucket of ceil(L/K), refilled whole every W; no coordination",
-		PushOnly: true,
-		Peer:     true,
-		New:      func(c design.Config) design.Gateway { return newEnvoyLocal(c, false) },
+		Name:       "envoy-local",
+		FreshQuiet: true,
+		Summary:    "Envoy's local rate limit on every proxy: a token bucket of ceil(L/K), refilled whole every W; no coordination",
+		PushOnly:   true,
+		Peer:       true,
+		New:        func(c design.Config) design.Gateway { return newEnvoyLocal(c, false) },
 	})
 	register(Info{
-		Name:     "envoy-local-smooth",
-		Summary:  "Envoy's local rate limit on every proxy: a token bucket of ceil(L/K), one token every W·K/L; no coordination",
-		PushOnly: true,
-		Peer:     true,
-		New:      func(c design.Config) design.Gateway { return newEnvoyLocal(c, true) },
+		Name:       "envoy-local-smooth",
+		FreshQuiet: true,
+		Summary:    "Envoy's local rate limit on every proxy: a token bucket of ceil(L/K), one token every W·K/L; no coordination",
+		PushOnly:   true,
+		Peer:       true,
+		New:        func(c design.Config) design.Gateway { return newEnvoyLocal(c, true) },
 	})
 }
 
