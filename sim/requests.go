@@ -125,13 +125,18 @@ func NewRequests(p Params, t []int64, g []uint16) (*Requests, error) {
 // RunRequestsTrace is RunRequests reporting every decision to trace (nil:
 // none), whatever the number of requests.
 func RunRequestsTrace(p Params, rq *Requests, trace Trace) (Result, error) {
+	return runGiven(p, rq, trace, modeAuto)
+}
+
+// runGiven runs p in mode md on the requests rq, made for a run of p.
+func runGiven(p Params, rq *Requests, trace Trace, md mode) (Result, error) {
 	if rq == nil {
 		return Result{}, fmt.Errorf("run %v: no requests given", p)
 	}
 	if p.Key() != rq.key {
 		return Result{}, fmt.Errorf("run %v: the requests given were made for another run (%+v)", p, rq.key)
 	}
-	res, _, err := runOn(p, rq, trace, modeAuto)
+	res, _, err := runOn(p, rq, trace, md)
 	return res, err
 }
 
@@ -142,14 +147,7 @@ func RunRequestsTrace(p Params, rq *Requests, trace Trace) (Result, error) {
 // of sparse arrivals whatever the design. The store's counts and the
 // leases' figures of its Result stop at the last arrival.
 func RunDecisions(p Params, rq *Requests, trace Trace) (Result, error) {
-	if rq == nil {
-		return Result{}, fmt.Errorf("run %v: no requests given", p)
-	}
-	if p.Key() != rq.key {
-		return Result{}, fmt.Errorf("run %v: the requests given were made for another run (%+v)", p, rq.key)
-	}
-	res, _, err := runOn(p, rq, trace, modeDecisions)
-	return res, err
+	return runGiven(p, rq, trace, modeDecisions)
 }
 
 // reached returns, for each of k gateways, whether a request reaches it.
