@@ -93,7 +93,17 @@ func serveFleet(t *testing.T, design string, slack func(limit int) int) {
 	writeCfg(50)
 
 	const k = 3
-	clients, _, procs := startFleet(t, cfgPath, srv.Addr, k)
+	clients, https, procs := startFleet(t, cfgPath, srv.Addr, k)
+	// A request whose store call outlives serve's --timeout (a starved
+	// machine) is decided by the fallback, which the design's bound does not
+	// cover: each such decision may admit one request more.
+	fallback := func() int {
+		n := int(metricSum(t, https, "fleetlimit_fallback_decisions_total"))
+		if n > 0 {
+			t.Logf("%d requests were decided by the fallback", n)
+		}
+		return n
+	}
 
 	req := &pb.RateLimitRequest{Domain: "e2e", Descriptors: []*rlv3.RateLimitDescriptor{
 		{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "client", Value: "alice"}}}}}
@@ -132,8 +142,8 @@ func serveFleet(t *testing.T, design string, slack func(limit int) int) {
 
 	admitted, ok, over := drive(300)
 	t.Logf("limit 50 an hour: %d of 300 admitted by the fleet", admitted)
-	if admitted > 50+slack(50) || admitted < 40 {
-		t.Fatalf("%s fleet admitted %d with a limit of 50 (want at most %d, and most of it used)", design, admitted, 50+slack(50))
+	if most := 50 + slack(50) + fallback(); admitted > most || admitted < 40 {
+		t.Fatalf("%s fleet admitted %d with a limit of 50 (want at most %d, and most of it used)", design, admitted, most)
 	}
 	if ok == nil || over == nil {
 		t.Fatal("no OK or no OVER_LIMIT response")
@@ -175,7 +185,7 @@ func serveFleet(t *testing.T, design string, slack func(limit int) int) {
 	before := admitted
 	admitted, _, _ = drive(300)
 	t.Logf("after the reload to 80 an hour: %d more of 300 admitted", admitted)
-	if before+admitted > 80+slack(80) || before+admitted < 64 {
+	if before+admitted > 80+slack(80)+fallback() || before+admitted < 64 {
 		t.Fatalf("after the reload the fleet admitted %d more, %d in all with a limit of 80", admitted, before+admitted)
 	}
 
