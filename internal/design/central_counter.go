@@ -25,15 +25,26 @@ func init() {
 // counts, as in envoyproxy/ratelimit, so that a fleet of both shares one
 // count; a request of cost 0 only reads the counter. Its fallback is the
 // remembering rule over the counter's last answer and its own fallback
-// admits, which it never pushes: the store's counter has no place for them.
+// admits, which its next query adds to the counter of their window (the
+// nemesis found a fleet that never told the store of them admitting 2 L
+// in one window after an outage).
 type centralCounter struct {
-	cfg    Config
-	limit  int
-	spec   window.Spec
-	count  int // the counter at the last answer
-	at     int64
-	quota  int
-	backup *window.Log // the fallback's admits
+	cfg   Config
+	limit int
+	spec  window.Spec
+	count int // the window's count at the last answer (counted)
+	raw   int // the store's counter at the last answer
+	at    int64
+	// after the store lost the counter of the window starting at floorLo:
+	// the count before, and the new counter's value when it was found
+	floor, floorFrom int
+	floorLo          int64
+	quota            int
+	backup           *window.Log // the fallback's admits
+	// told of the fallback's admits in the window starting at toldLo are
+	// in the store's counter
+	told   int
+	toldLo int64
 }
 
 func newCentralCounter(c Config) Gateway {
@@ -42,19 +53,54 @@ func newCentralCounter(c Config) Gateway {
 	return &centralCounter{cfg: c, limit: c.Limit, spec: spec, quota: quota, backup: window.New(spec, quota)}
 }
 
-// Decide asks the store to add n (n = 0: to read the counter).
+// Decide asks the store to add n (n = 0: to read the counter), and the
+// fallback's admits of now's window the counter has not had.
 func (c *centralCounter) Decide(now int64, n int) (Verdict, store.Query) {
-	return Ask, store.Query{Kind: store.QueryCounter, N: n}
+	return Ask, store.Query{Kind: store.QueryCounter, N: n + c.untold(now)}
+}
+
+// untold is the fallback's admits of now's window not yet in the counter.
+func (c *centralCounter) untold(now int64) int {
+	own := c.backup.Count(now)
+	if c.spec.Lo(now) == c.toldLo {
+		own -= c.told
+	}
+	return max(own, 0)
 }
 
 // Resume admits when the counter, this request included, is within the
 // limit.
 func (c *centralCounter) Resume(now int64, n int, q store.Query, a store.Answer) Verdict {
-	c.count, c.at = a.Count, now
-	if a.Count <= c.limit {
+	if lo := c.spec.Lo(now); q.N > n {
+		if lo != c.toldLo {
+			c.told, c.toldLo = 0, lo
+		}
+		c.told += q.N - n
+	}
+	c.count, c.at = c.counted(now, q.N, a.Count), now
+	if c.count <= c.limit {
 		return Admit
 	}
 	return Reject
+}
+
+// counted is the window's count after an answer of counter to a query
+// that added added at now. A counter only grows within its window, so one
+// that answers less than the gateway last heard in the same window was
+// lost (a Redis restarted without persistence, FLUSHALL): from then on in
+// that window the gateway counts from what it last heard (the floor) plus
+// what the new counter added since.
+func (c *centralCounter) counted(now int64, added, counter int) int {
+	lo := c.spec.Lo(now)
+	same := c.at != 0 && c.spec.Lo(c.at) == lo
+	if same && counter < c.raw { // (not counter-added: on a key of several limits a refused request adds nothing)
+		c.floor, c.floorFrom, c.floorLo = c.count, counter-added, lo
+	}
+	c.raw = counter
+	if c.floorLo == lo && c.floor > 0 {
+		return c.floor + counter - c.floorFrom
+	}
+	return counter
 }
 
 // Fallback is the remembering rule over the counter's last answer, in its

@@ -37,7 +37,12 @@ type slots struct {
 	seen int
 	// for the fallback: when the last pull came, the slots it said were
 	// outstanding fleet-wide, and the grant it brought
-	pullAt      int64
+	pullAt int64
+	// answer is the store's count at the last central answer after the
+	// last pull, answerAt when: the fallback starts from it when it is the
+	// later (a new life that asked but never pulled, say)
+	answer      int
+	answerAt    int64
 	outstanding int
 	granted     int
 	// after the store lost the key: the count the gateway knew before, and
@@ -67,6 +72,9 @@ func (s *slots) spend(now int64, n int) bool {
 // the store lost it, the count known before caps the slots used until the
 // window is past it.
 func (s *slots) answered(now int64, q store.Query, a store.Answer) {
+	if q.Kind == store.QueryCentral {
+		s.answer, s.answerAt = a.Count, now
+	}
 	if s.local.answered(now, q.Call, a.Gen) {
 		s.floor, s.floorAt = s.count+s.centralSince, s.pullAt
 	}
@@ -141,12 +149,27 @@ func (s *slots) Fallback(now int64, n int) Verdict {
 // remembered is the fallback's view: the requests the store counts or has
 // granted slots for, as last heard, and this gateway's admits beyond them.
 func (s *slots) remembered(now int64) (known, own int) {
+	lo := s.cfg.Window.Lo(now)
 	known = s.centralSince + s.outstanding
-	if s.pullAt >= s.cfg.Window.Lo(now) {
+	if s.pullAt >= lo {
 		known += s.count // the pull's admits still count
 	}
-	own = max(s.local.sinceSyncCount(now)-(s.granted-s.grant), 0)
-	return known, own
+	if s.answerAt > s.pullAt && s.answerAt >= lo {
+		// the store's count at the answer, which the slots outstanding
+		// then may not have changed since
+		known = max(known, s.answer+s.outstanding)
+	}
+	own = s.local.sinceSyncCount(now)
+	if s.pullAt >= lo {
+		// the slots it used since the pull are in the outstanding count,
+		// and, younger than the pull, still in the window
+		return known, max(own-(s.granted-s.grant), 0)
+	}
+	// A window after the pull its used slots may have left the window
+	// (the nemesis found a fleet that counted them gone while still
+	// subtracting them, admitting them again): its admits count as its
+	// own, and its slots leave the outstanding count.
+	return known - min(s.granted, s.outstanding), own
 }
 
 // closeInterval closes the open sync interval at a push.
