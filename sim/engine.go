@@ -48,6 +48,7 @@ type event struct {
 	life uint32 // the gateway life it belongs to
 	c    int    // evStoreAsk, evAnswer: the request's traffic
 	sent int64  // the gateway's clock when sent
+	at   int64  // evPull: when the store read what it carries
 	back int64  // the round trip's second half
 	push store.Push
 	pull store.Pull
@@ -72,6 +73,7 @@ type deferred struct {
 	kind waitKind
 	c    int // waitArrival: the request's traffic
 	pull store.Pull
+	at   int64 // waitPull: when the store read it
 }
 
 // gwState is a gateway's part in the fault engine.
@@ -262,6 +264,7 @@ func (e *engine) handle(ev event) {
 			return
 		}
 		pull := r.storeSync(ev.sent, ev.push)
+		e.happen(Happening{Kind: Pushed, At: ev.t, Gateway: ev.g, Stamp: ev.sent, Came: ev.sent - e.gs[ev.g].off})
 		if e.d.lost(e.f.Loss) {
 			e.schedule(event{t: ev.t + ev.back, kind: evSyncLost, g: ev.g, life: ev.life})
 			return
@@ -271,10 +274,11 @@ func (e *engine) handle(ev event) {
 		if pull.ExpiringCounts != nil {
 			pull.ExpiringCounts = append([]int(nil), pull.ExpiringCounts...)
 		}
-		e.schedule(event{t: ev.t + ev.back, kind: evPull, g: ev.g, life: ev.life, pull: pull})
+		e.schedule(event{t: ev.t + ev.back, kind: evPull, g: ev.g, life: ev.life, pull: pull, at: ev.t})
 	case evStoreAsk:
 		if ev.down = e.f.down(ev.t); !ev.down {
 			ev.a = r.storeAnswer(ev.sent, ev.g, ev.q)
+			e.carried(ev.t, ev.g, ev.sent, ev.q)
 		}
 		ev.kind, ev.t = evAnswer, ev.t+ev.back
 		e.schedule(ev)
@@ -289,10 +293,10 @@ func (e *engine) handle(ev event) {
 			return
 		}
 		if s.waiting {
-			s.queue = append(s.queue, deferred{kind: waitPull, pull: ev.pull})
+			s.queue = append(s.queue, deferred{kind: waitPull, pull: ev.pull, at: ev.at})
 			return
 		}
-		e.pull(ev.t, ev.g, ev.pull)
+		e.pull(ev.t, ev.g, ev.pull, ev.at)
 	case evAnswer:
 		e.answer(ev)
 	}
@@ -336,10 +340,11 @@ func (e *engine) startSync(t int64, g int) {
 			return
 		}
 		pull := r.storeSync(now, push)
+		e.happen(Happening{Kind: Pushed, At: t, Gateway: g, Stamp: now, Came: t})
 		if e.d.lost(e.f.Loss) {
 			return
 		}
-		e.pull(t, g, pull)
+		e.pull(t, g, pull, t)
 		return
 	}
 	s.syncing = true
@@ -347,8 +352,10 @@ func (e *engine) startSync(t int64, g int) {
 	e.schedule(event{t: t + rtt/2, kind: evStoreSync, g: g, life: s.life, sent: now, back: rtt - rtt/2, push: push})
 }
 
-func (e *engine) pull(t int64, g int, p store.Pull) {
+// pull applies at t, to gateway g, the pull p the store read at read.
+func (e *engine) pull(t int64, g int, p store.Pull, read int64) {
 	r, s := e.r, &e.gs[g]
+	e.happen(Happening{Kind: Heard, At: read, Gateway: g})
 	s.syncing, s.fails = false, 0
 	// the first sync after an outage pushes the fallback's admits; the
 	// others' arrive within a sync interval: until its next sync the
@@ -388,18 +395,24 @@ func (e *engine) decide(t int64, g, c int) {
 		r.m.fallbacks++
 		v := gw.Fallback(now, 1)
 		r.heldAfter(t, g, held)
-		e.record(t, g, v, c)
+		e.record(t, g, v, c, Happening{Stamp: now, Fallback: true})
 		return
 	}
 	v, q := gw.Decide(now, 1)
+	how := Happening{Stamp: now}
 	if v == design.Ask {
 		r.m.roundTrips++
 		r.watch.asked(t)
 		if e.f.RTT == 0 {
 			if e.f.down(t) {
-				v = e.abandon(g, now, q)
+				v, how.Fallback = e.abandon(g, now, q), true
 			} else {
-				v = gw.Resume(now, 1, q, r.storeAnswer(now, g, q))
+				a := r.storeAnswer(now, g, q)
+				e.carried(t, g, now, q)
+				v, how.Asked = gw.Resume(now, 1, q, a), logs(q)
+				if logs(q) {
+					e.happen(Happening{Kind: Heard, At: t, Gateway: g, Asked: true})
+				}
 			}
 		} else {
 			r.heldAfter(t, g, held)
@@ -410,13 +423,37 @@ func (e *engine) decide(t int64, g, c int) {
 		}
 	}
 	r.heldAfter(t, g, held)
-	e.record(t, g, v, c)
+	e.record(t, g, v, c, how)
 }
 
-func (e *engine) record(t int64, g int, v design.Verdict, c int) {
+// record takes gateway g's decision v at t of a request of traffic c;
+// how says how it was made (its Stamp, Asked, Fallback), for the history.
+func (e *engine) record(t int64, g int, v design.Verdict, c int, how Happening) {
 	e.r.m.record(t, v, c)
 	if e.r.trace != nil {
 		e.r.trace(t, g, v)
+	}
+	how.Kind, how.At, how.Gateway, how.Verdict, how.Came = Decided, t, g, v, how.Stamp-e.gs[g].off
+	e.happen(how)
+}
+
+// logs reports whether q's answer counts its request at the store (a
+// central check or a counter's), rather than granting slots.
+func logs(q store.Query) bool { return q.Kind == store.QueryCentral || q.Kind == store.QueryCounter }
+
+// carried notes, for the history, a query that brought the store, at t,
+// what gateway g had to push: a push it carries, or a counter query
+// (central-counter's carries its fallback's admits).
+func (e *engine) carried(t int64, g int, sent int64, q store.Query) {
+	if q.Carry != nil || q.Kind == store.QueryCounter {
+		e.happen(Happening{Kind: Pushed, At: t, Gateway: g, Stamp: sent, Came: sent - e.gs[g].off, Asked: true})
+	}
+}
+
+// happen hands h to the run's history, if it keeps one.
+func (e *engine) happen(h Happening) {
+	if e.r.history != nil {
+		e.r.history(h)
 	}
 }
 
@@ -426,18 +463,23 @@ func (e *engine) answer(ev event) {
 	r, s := e.r, &e.gs[ev.g]
 	if ev.life != s.life {
 		r.m.record(ev.t, design.Reject, ev.c) // its gateway restarted meanwhile
+		e.happen(Happening{Kind: Decided, At: ev.t, Gateway: ev.g, Stamp: ev.sent, Came: ev.sent - s.off, Verdict: design.Reject})
 		return
 	}
 	held := r.heldBefore(ev.g)
 	var v design.Verdict
+	how := Happening{Stamp: ev.sent}
 	if now := e.clock(ev.t, ev.g); ev.down {
-		v = e.abandon(ev.g, now, ev.q)
+		v, how.Fallback = e.abandon(ev.g, now, ev.q), true
 	} else {
 		s.fails = 0
-		v = r.gws[ev.g].Resume(now, 1, ev.q, ev.a)
+		v, how.Asked = r.gws[ev.g].Resume(now, 1, ev.q, ev.a), logs(ev.q)
+		if logs(ev.q) {
+			e.happen(Happening{Kind: Heard, At: ev.t - ev.back, Gateway: ev.g, Asked: true})
+		}
 	}
 	r.heldAfter(ev.t, ev.g, held)
-	e.record(ev.t, ev.g, v, ev.c)
+	e.record(ev.t, ev.g, v, ev.c, how)
 	s.waiting = false
 	e.drain(ev.t, ev.g)
 }
@@ -464,7 +506,7 @@ func (e *engine) drain(t int64, g int) {
 		case waitArrival:
 			e.decide(t, g, d.c)
 		case waitPull:
-			e.pull(t, g, d.pull)
+			e.pull(t, g, d.pull, d.at)
 		case waitSync:
 			if !s.syncing {
 				e.startSync(t, g)

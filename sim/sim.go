@@ -361,9 +361,12 @@ type runner struct {
 	src   source
 	m     *meter
 	trace Trace
-	rf    *refusals  // the eager mode's sure rejections, when it keeps them
-	push  store.Push // scratch for sync
-	pull  store.Pull
+	// history, when set (RunHistory), receives the fault engine's
+	// happenings
+	history History
+	rf      *refusals  // the eager mode's sure rejections, when it keeps them
+	push    store.Push // scratch for sync
+	pull    store.Pull
 
 	delta int64
 	phase []int64 // gateway i syncs at phase[i] + r*delta, r >= 0
