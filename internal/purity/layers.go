@@ -40,6 +40,7 @@ var Layers = map[string][]string{
 	"sim/catalog":               {"internal/design", "store", "window"},
 	"sim":                       {"internal/design", "sim/catalog", "store", "store/memstore", "window"},
 	"sweep":                     {"sim"},
+	"sim/nemesis":               {"internal/design", "sim", "window"},
 	"study":                     {"internal/design", "sim", "sim/catalog", "sweep", "window"},
 	"explore":                   {"sim", "sim/catalog", "study"},
 	"accesslog":                 nil,

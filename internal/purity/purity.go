@@ -27,6 +27,7 @@ var Pure = map[string][]string{
 	"sim/catalog":        {"sync"}, // the lab registry locks
 	"sim":                nil,
 	"replay":             nil,
+	"sim/nemesis":        nil,
 }
 
 // forbiddenImports may not be imported by a pure package at all.
