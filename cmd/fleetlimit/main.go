@@ -32,7 +32,7 @@ often it waits on the store) and enforces the chosen design for real.`,
 		Version:       version(),
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newSimCmd(), newStudyCmd(), newAdviseCmd(), newReplayCmd(), newExploreCmd(), newServeCmd(), newLoadgenCmd(), newValidateCmd())
+	root.AddCommand(newSimCmd(), newStudyCmd(), newAdviseCmd(), newReplayCmd(), newExploreCmd(), newServeCmd(), newLoadgenCmd(), newValidateCmd(), newNemesisCmd())
 	return root
 }
 

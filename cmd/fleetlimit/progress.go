@@ -17,6 +17,7 @@ import (
 // thousandfold.
 type progress struct {
 	total int
+	label string
 	bar   *progressbar.ProgressBar
 	w     io.Writer
 	start time.Time
@@ -31,7 +32,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 func newProgress(w io.Writer, total int, label string) *progress {
-	p := &progress{total: total, w: w, start: time.Now(), last: time.Now(), every: 5 * time.Second}
+	p := &progress{total: total, label: label, w: w, start: time.Now(), last: time.Now(), every: 5 * time.Second}
 	if isTerminal(w) {
 		p.bar = progressbar.NewOptions(workSteps,
 			progressbar.OptionSetWriter(w),
@@ -52,7 +53,7 @@ const workSteps = 1000
 // the expected work they make.
 func (p *progress) done(n int, work float64) {
 	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("study %d/%d runs", n, p.total))
+		p.bar.Describe(fmt.Sprintf("%s %d/%d runs", p.label, n, p.total))
 		_ = p.bar.Set(int(work * workSteps))
 		return
 	}
