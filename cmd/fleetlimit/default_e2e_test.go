@@ -50,7 +50,7 @@ func TestServeDefaultDesignHoldsAFlood(t *testing.T) {
 		length = 4 * time.Second
 	)
 	bound := limit + int(math.Floor(design.PermitTolerance*limit))
-	clients, _, _ := startFleet(t, cfgPath, srv.Addr, k)
+	clients, https, _ := startFleet(t, cfgPath, srv.Addr, k)
 	type call struct{ sent, done time.Time }
 	var (
 		mu     sync.Mutex
@@ -103,6 +103,13 @@ func TestServeDefaultDesignHoldsAFlood(t *testing.T) {
 	most := 0
 	for _, n := range perWindow {
 		most = max(most, n)
+	}
+	// A request whose store call outlives serve's --timeout (a starved
+	// machine, the race detector) is decided by the fallback, which the
+	// bound does not cover: each may admit one more.
+	if fell := int(metricSum(t, https, "fleetlimit_fallback_decisions_total")); fell > 0 {
+		t.Logf("%d requests were decided by the fallback", fell)
+		bound += fell
 	}
 	t.Logf("%d requests, %d admitted (%d across a window's edge, not counted); most in one window %d, bound %d", asked, len(admits), uncertain, most, bound)
 	if most > bound {

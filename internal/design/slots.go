@@ -38,9 +38,9 @@ type slots struct {
 	// for the fallback: when the last pull came, the slots it said were
 	// outstanding fleet-wide, and the grant it brought
 	pullAt int64
-	// answer is the store's count at the last central answer after the
-	// last pull, answerAt when: the fallback starts from it when it is the
-	// later (a new life that asked but never pulled, say)
+	// answer is the store's count at the last central answer, answerAt
+	// when: the fallback starts from it while it is the larger (a new life
+	// that asked but never pulled, or a pull read before it)
 	answer      int
 	answerAt    int64
 	outstanding int
@@ -154,9 +154,10 @@ func (s *slots) remembered(now int64) (known, own int) {
 	if s.pullAt >= lo {
 		known += s.count // the pull's admits still count
 	}
-	if s.answerAt > s.pullAt && s.answerAt >= lo {
-		// the store's count at the answer, which the slots outstanding
-		// then may not have changed since
+	if s.answerAt >= lo {
+		// the store's count at the last central answer: a pull applied
+		// after it may have been read before it (it waited behind a
+		// round trip), so the larger of the two is the later
 		known = max(known, s.answer+s.outstanding)
 	}
 	own = s.local.sinceSyncCount(now)
