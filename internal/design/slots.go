@@ -51,6 +51,11 @@ type slots struct {
 	// window
 	floor   int
 	floorAt int64
+	// fell is the fallback's admits past the slots since the last push: a
+	// pull the store read before them (it waited behind a round trip, and
+	// came after the store went away) grants slots as if they were not
+	// made, so they take its grant's first slots
+	fell int
 }
 
 func newSlots(c Config) slots {
@@ -68,6 +73,14 @@ func (s *slots) spend(now int64, n int) bool {
 	return s.slot
 }
 
+// setFloor caps what the gateway admits by the count it knew before the
+// store lost the key: the admits and the slots outstanding fleet-wide at
+// its last pull (any of which may be spent yet), and its central admits
+// since.
+func (s *slots) setFloor() {
+	s.floor, s.floorAt = s.count+s.centralSince+s.outstanding, s.pullAt
+}
+
 // answered takes what an answer says of the store's life of the key: when
 // the store lost it, the count known before caps the slots used until the
 // window is past it.
@@ -76,7 +89,7 @@ func (s *slots) answered(now int64, q store.Query, a store.Answer) {
 		s.answer, s.answerAt = a.Count, now
 	}
 	if s.local.answered(now, q.Call, a.Gen) {
-		s.floor, s.floorAt = s.count+s.centralSince, s.pullAt
+		s.setFloor()
 	}
 	if s.floor > 0 && s.floorAt < s.cfg.Window.Lo(now) {
 		s.floor = 0
@@ -143,6 +156,7 @@ func (s *slots) Fallback(now int64, n int) Verdict {
 		return Reject
 	}
 	s.local.add(now, n)
+	s.fell += n
 	return Admit
 }
 
@@ -184,7 +198,7 @@ func (s *slots) closeInterval() {
 func (s *slots) push(p *store.Push, ask, spare int) {
 	*p = store.Push{Gateway: s.cfg.Gateway, Ask: ask, Spare: spare}
 	s.local.push(p)
-	s.grant = 0 // handed back by the push; a new grant comes with the pull
+	s.grant, s.fell = 0, 0 // handed back by the push; a new grant comes with the pull
 	s.syncing, s.seen = true, 0
 }
 
@@ -193,11 +207,11 @@ func (s *slots) push(p *store.Push, ask, spare int) {
 // key.
 func (s *slots) pulled(now int64, p *store.Pull) (forgot bool) {
 	if forgot = s.local.pulled(now, p); forgot {
-		s.floor, s.floorAt = s.count+s.centralSince, s.pullAt
+		s.setFloor()
 	}
 	// A central admit answered while the sync was in flight may be in the
 	// pull's count or not: the larger count of the two is the later.
-	s.grant, s.count, s.centralSince = p.Granted, p.Count, max(s.seen-p.Count, 0)
+	s.grant, s.count, s.centralSince = max(p.Granted-s.fell, 0), p.Count, max(s.seen-p.Count, 0)
 	s.seen = 0
 	if s.floor > 0 {
 		// a store that lost the key grants against a count without the

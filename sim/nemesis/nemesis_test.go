@@ -67,6 +67,7 @@ var regressions = []struct {
 	{482, "lease", "a window after its last pull, the fallback still subtracted its used slots, which had left the window"},
 	{153, "permit", "a new life's fallback ignored the count its central answers told it"},
 	{5926, "lease-ask", "a pull that waited behind round trips, applied after fresher central answers, set the fallback's count back"},
+	{13393, "lease-ask", "after the store lost the key, the slots' cap left out the slots outstanding fleet-wide"},
 }
 
 func TestRegressionSeeds(t *testing.T) {
