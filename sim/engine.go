@@ -394,8 +394,9 @@ func (e *engine) decide(t int64, g, c int) {
 	if s.degraded {
 		r.m.fallbacks++
 		v := gw.Fallback(now, 1)
+		slot := r.spentSlot(g, held)
 		r.heldAfter(t, g, held)
-		e.record(t, g, v, c, Happening{Stamp: now, Fallback: true})
+		e.record(t, g, v, c, Happening{Stamp: now, Fallback: true, Slot: slot})
 		return
 	}
 	v, q := gw.Decide(now, 1)
@@ -406,6 +407,7 @@ func (e *engine) decide(t int64, g, c int) {
 		if e.f.RTT == 0 {
 			if e.f.down(t) {
 				v, how.Fallback = e.abandon(g, now, q), true
+				how.Slot = r.spentSlot(g, held)
 			} else {
 				a := r.storeAnswer(now, g, q)
 				e.carried(t, g, now, q)
@@ -471,6 +473,7 @@ func (e *engine) answer(ev event) {
 	how := Happening{Stamp: ev.sent}
 	if now := e.clock(ev.t, ev.g); ev.down {
 		v, how.Fallback = e.abandon(ev.g, now, ev.q), true
+		how.Slot = r.spentSlot(ev.g, held)
 	} else {
 		s.fails = 0
 		v, how.Asked = r.gws[ev.g].Resume(now, 1, ev.q, ev.a), logs(ev.q)

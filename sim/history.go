@@ -24,6 +24,9 @@ type Happening struct {
 	Verdict  design.Verdict
 	Asked    bool
 	Fallback bool
+	// Slot, for a fallback's admit, is that it spent a lease slot the
+	// gateway held: the store granted it before it went away.
+	Slot bool
 }
 
 // HappeningKind is what a Happening is.

@@ -592,6 +592,12 @@ func (r *runner) heldBefore(g int) int {
 	return r.gws[g].Held()
 }
 
+// spentSlot reports whether the fallback decision gateway g just made, with
+// held slots before it, spent one of them (Happening.Slot).
+func (r *runner) spentSlot(g, held int) bool {
+	return r.info.Leases && r.gws[g].Held() < held
+}
+
 // heldAfter books the change in gateway g's held lease slots at t.
 func (r *runner) heldAfter(t int64, g, before int) {
 	if r.info.Leases {

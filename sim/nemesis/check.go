@@ -33,6 +33,7 @@ type admit struct {
 	stamp, at     int64 // its stamp; when it was told
 	g             int
 	asked, fallen bool
+	slot          bool // a fallback's admit that spent a slot held
 }
 
 // history is one run's, as the checker reads it.
@@ -89,7 +90,7 @@ func (h *history) take(x sim.Happening) {
 	case sim.Decided:
 		h.late = max(h.late, x.At-x.Came)
 		if x.Verdict == design.Admit {
-			h.admits = append(h.admits, admit{x.Stamp, x.At, x.Gateway, x.Asked, x.Fallback})
+			h.admits = append(h.admits, admit{x.Stamp, x.At, x.Gateway, x.Asked, x.Fallback, x.Slot})
 		}
 	case sim.Pushed:
 		h.late = max(h.late, x.At-x.Came)
@@ -215,7 +216,7 @@ func (h *history) terms(b Bound) []term {
 			c := h.lastContact(j, t0, back)
 			each[j] = h.prefix(func(a admit) bool {
 				if a.at >= t0 { // a slot granted before, which j may never have heard of
-					return a.at <= back && !a.fallen && !a.asked && a.g != j
+					return a.at <= back && (!a.fallen || a.slot) && !a.asked && a.g != j
 				}
 				return !h.known(a, c)
 			})
