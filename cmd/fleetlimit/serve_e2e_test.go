@@ -246,11 +246,20 @@ func startFleet(t *testing.T, cfgPath, redisAddr string, k int) ([]pb.RateLimitS
 // until it answers, and returns a gRPC client, its HTTP address and the
 // process; its log lines go to the test's, prefixed.
 func startServeProc(t *testing.T, cfgPath, redisAddr, prefix string, extra ...string) (pb.RateLimitServiceClient, string, *exec.Cmd) {
+	return startServeBin(t, "", cfgPath, redisAddr, prefix, extra...)
+}
+
+// startServeBin is startServeProc with the fleetlimit binary bin, or this
+// test binary if bin is "".
+func startServeBin(t *testing.T, bin, cfgPath, redisAddr, prefix string, extra ...string) (pb.RateLimitServiceClient, string, *exec.Cmd) {
 	grpcAddr, httpAddr := freeAddr(t), freeAddr(t)
 	args := append([]string{"serve", "--config", cfgPath, "--redis", redisAddr,
 		"--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--reload-interval", "50ms"}, extra...)
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "FLEETLIMIT_E2E_CHILD=1")
+	if bin != "" {
+		cmd = exec.Command(bin, args...)
+	}
 	cmd.Stderr = &testWriter{t: t, prefix: prefix}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
