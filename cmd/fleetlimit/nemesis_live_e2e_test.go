@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -318,16 +317,8 @@ func (f *liveFleet) stopAll() {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	for g, p := range f.procs {
-		p.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- p.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				f.t.Errorf("serve %d exited with %v", g, err)
-			}
-		case <-time.After(15 * time.Second):
-			f.t.Errorf("serve %d did not stop", g)
+		if err := stopServe(p, 15*time.Second); err != nil {
+			f.t.Errorf("serve %d %v", g, err)
 		}
 	}
 }

@@ -191,17 +191,26 @@ func serveFleet(t *testing.T, design string, slack func(limit int) int) {
 
 	// Graceful shutdown flushes and exits 0.
 	for i, p := range procs {
-		p.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- p.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("serve %d exited with %v", i, err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("serve %d did not stop", i)
+		if err := stopServe(p, 10*time.Second); err != nil {
+			t.Fatalf("serve %d %v", i, err)
 		}
+	}
+}
+
+// stopServe stops a serve process with SIGTERM and waits up to wait for it
+// to exit; an error says how it exited, or that it did not.
+func stopServe(p *exec.Cmd, wait time.Duration) error {
+	p.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("exited with %v", err)
+		}
+		return nil
+	case <-time.After(wait):
+		return fmt.Errorf("did not stop")
 	}
 }
 
